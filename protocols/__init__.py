@@ -1,0 +1,46 @@
+"""Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
+
+from . import json_mix, morph_xml  # noqa: F401  (registers the protocols)
+from .base import ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
+from .parts import (
+    ErrorKind,
+    OnError,
+    ParseError,
+    Part,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkEnd,
+    ThinkStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolCallUnfinished,
+    ToolSpec,
+)
+from .registry import UnknownProtocolError, get_protocol, protocol_names
+
+__all__ = [
+    "ArgumentsMode",
+    "ErrorKind",
+    "OnError",
+    "ParseError",
+    "Part",
+    "Protocol",
+    "Segment",
+    "StreamParser",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ThinkEnd",
+    "ThinkStart",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallStart",
+    "ToolCallUnfinished",
+    "ToolSpec",
+    "UnknownProtocolError",
+    "UnknownTools",
+    "get_protocol",
+    "protocol_names",
+]

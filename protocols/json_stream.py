@@ -1,0 +1,305 @@
+"""Reads a JSON-mix call body once, as it streams: the tool name as soon as it is known,
+and the `arguments` object as canonical JSON fragments that can no longer change.
+
+Only strict JSON (plus raw control characters in strings and Python literals) is
+followed; anything else stops the lexer, and the call is then read whole at its end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+# The keys models use for a call's tool name and its arguments, most common first.
+NAME_KEYS = ("name", "function", "tool", "tool_name")
+ARGUMENT_KEYS = ("arguments", "parameters", "params", "input", "args")
+
+_STRING_RUN = re.compile(r'[^"\\]+')
+_SCALAR_RUN = re.compile(r"[^\s,\]}]+")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_LITERALS = {
+    "true": "true",
+    "false": "false",
+    "null": "null",
+    "True": "true",
+    "False": "false",
+    "None": "null",
+}
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+_WHITESPACE = " \t\r\n"
+
+# What a container expects next.
+_KEY, _COLON, _VALUE, _COMMA = range(4)
+# What the string being read is for.
+_KEY_TEXT, _NAME_TEXT, _EMITTED_TEXT, _SKIPPED_TEXT = range(4)
+
+
+def canonical_string(text: str) -> str:
+    """`text` as the inside of a JSON string literal, the way json.dumps writes it."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+class _Frame:
+    __slots__ = ("awaiting_value", "emits", "expect", "is_object", "key", "members")
+
+    def __init__(self, is_object: bool, emits: bool) -> None:
+        self.is_object = is_object
+        self.emits = emits
+        self.expect = _KEY if is_object else _VALUE
+        self.key: str | None = None
+        self.members = 0
+        self.awaiting_value = False  # an emitted key whose value has not begun
+
+
+class JsonCallLexer:
+    """`feed(text)` returns canonical fragments of the arguments object read so far.
+
+    >>> lexer = JsonCallLexer()
+    >>> lexer.feed('{"name": "read", "arguments": {"path": "a.')
+    ['{', '"path": ', '"', 'a.']
+    >>> lexer.name
+    'read'
+    """
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.healthy = True
+        self.complete = False
+        self._stack: list[_Frame] = []
+        self._string_kind: int | None = None
+        self._string_chars: list[str] = []
+        self._escape: str | None = None
+        self._high_surrogate: int | None = None
+        self._scalar: str | None = None
+        self._in_fence_line = False
+        self._arguments_seen = False
+
+    @property
+    def in_string(self) -> bool:
+        return self.healthy and self._string_kind is not None
+
+    def feed(self, text: str) -> list[str]:
+        out: list[str] = []
+        i, n = 0, len(text)
+        while i < n and self.healthy:
+            if self._string_kind is not None:
+                i = self._read_string(text, i, out)
+            elif self._scalar is not None:
+                match = _SCALAR_RUN.match(text, i)
+                if match:
+                    self._scalar += match.group()
+                    i = match.end()
+                if i < n:
+                    self._end_scalar(out)
+            elif self._in_fence_line:
+                end = text.find("\n", i)
+                i = n if end == -1 else end + 1
+                self._in_fence_line = end == -1
+            else:
+                self._read_structure(text[i], out)
+                i += 1
+        return out
+
+    def closing_suffix(self) -> str:
+        """What makes the fragments sent so far a complete JSON value."""
+        suffix = []
+        frame = self._stack[-1] if self._stack else None
+        if self._string_kind == _EMITTED_TEXT:
+            suffix.append('"')
+        elif frame is not None and frame.awaiting_value:
+            suffix.append("null")
+        suffix.extend(("}" if f.is_object else "]") for f in reversed(self._stack) if f.emits)
+        return "".join(suffix)
+
+    def _stop(self) -> None:
+        self.healthy = False
+
+    def _read_structure(self, char: str, out: list[str]) -> None:
+        if char in _WHITESPACE:
+            return
+        if self.complete:
+            self._stop()  # a second value: the whole body is read at the end instead
+            return
+        if not self._stack:
+            if char == "{":
+                self._stack.append(_Frame(is_object=True, emits=False))
+            elif char == "`":
+                self._in_fence_line = True
+            else:
+                self._stop()
+            return
+        frame = self._stack[-1]
+        if frame.expect == _KEY:
+            if char == '"':
+                self._begin_string(_KEY_TEXT)
+            elif char == "}":
+                self._close(frame, out)
+            else:
+                self._stop()
+        elif frame.expect == _COLON:
+            if char == ":":
+                frame.expect = _VALUE
+            else:
+                self._stop()
+        elif frame.expect == _VALUE:
+            if char == "]" and not frame.is_object:
+                self._close(frame, out)
+            else:
+                self._begin_value(frame, char, out)
+        elif char == ",":
+            frame.expect = _KEY if frame.is_object else _VALUE
+        elif char == ("}" if frame.is_object else "]"):
+            self._close(frame, out)
+        else:
+            self._stop()
+
+    def _begin_value(self, frame: _Frame, char: str, out: list[str]) -> None:
+        is_top = len(self._stack) == 1
+        if is_top and frame.key in ARGUMENT_KEYS:
+            # The arguments object itself: fragments start here, and only after the name.
+            if char != "{" or self.name is None or self._arguments_seen:
+                self._stop()
+                return
+            self._arguments_seen = True
+            out.append("{")
+            self._stack.append(_Frame(is_object=True, emits=True))
+            return
+        if is_top and frame.key in NAME_KEYS:
+            if char == '"' and self.name is None:
+                self._begin_string(_NAME_TEXT)
+            else:
+                self._stop()
+            return
+        emits = frame.emits
+        if emits:
+            frame.awaiting_value = False
+            if not frame.is_object and frame.members:
+                out.append(", ")
+        if char in "{[":
+            if emits:
+                out.append(char)
+            self._stack.append(_Frame(is_object=char == "{", emits=emits))
+        elif char == '"':
+            if emits:
+                out.append('"')
+            self._begin_string(_EMITTED_TEXT if emits else _SKIPPED_TEXT)
+        else:
+            self._scalar = char
+
+    def _value_done(self) -> None:
+        frame = self._stack[-1]
+        frame.members += 1
+        frame.expect = _COMMA
+
+    def _close(self, frame: _Frame, out: list[str]) -> None:
+        if frame.emits:
+            out.append("}" if frame.is_object else "]")
+        self._stack.pop()
+        if self._stack:
+            self._value_done()
+        else:
+            self.complete = True
+
+    def _end_scalar(self, out: list[str]) -> None:
+        token, self._scalar = self._scalar or "", None
+        literal = _LITERALS.get(token)
+        if literal is None:
+            if not _NUMBER.fullmatch(token):
+                self._stop()
+                return
+            literal = json.dumps(json.loads(token))
+        if self._stack[-1].emits:
+            out.append(literal)
+        self._value_done()
+
+    def _begin_string(self, kind: int) -> None:
+        self._string_kind = kind
+        self._string_chars = []
+
+    def _read_string(self, text: str, i: int, out: list[str]) -> int:
+        n = len(text)
+        while i < n and self.healthy:
+            if self._escape is not None:
+                take = min(n - i, _escape_length(self._escape + text[i]) - len(self._escape))
+                self._escape += text[i : i + take]
+                i += take
+                if len(self._escape) == _escape_length(self._escape):
+                    self._end_escape(out)
+                continue
+            match = _STRING_RUN.match(text, i)
+            if match:
+                if self._high_surrogate is not None:
+                    self._stop()
+                    break
+                self._string_text(match.group(), out)
+                i = match.end()
+            elif text[i] == "\\":
+                self._escape = ""
+                i += 1
+            else:  # the closing quote
+                self._end_string(out)
+                return i + 1
+        return i
+
+    def _end_escape(self, out: list[str]) -> None:
+        escape, self._escape = self._escape or "", None
+        if escape[0] != "u":
+            char = _SIMPLE_ESCAPES.get(escape)
+            if char is None or self._high_surrogate is not None:
+                self._stop()
+            else:
+                self._string_text(char, out)
+            return
+        try:
+            code = int(escape[1:], 16)
+        except ValueError:
+            self._stop()
+            return
+        high, self._high_surrogate = self._high_surrogate, None
+        if 0xD800 <= code < 0xDC00 and high is None:
+            self._high_surrogate = code
+        elif 0xDC00 <= code < 0xE000 and high is not None:
+            self._string_text(chr(0x10000 + ((high - 0xD800) << 10) + (code - 0xDC00)), out)
+        elif high is None and not 0xD800 <= code < 0xE000:
+            self._string_text(chr(code), out)
+        else:
+            self._stop()  # a lone surrogate cannot be sent as UTF-8
+
+    def _string_text(self, text: str, out: list[str]) -> None:
+        if self._string_kind == _EMITTED_TEXT:
+            out.append(canonical_string(text))
+        elif self._string_kind != _SKIPPED_TEXT:
+            self._string_chars.append(text)
+
+    def _end_string(self, out: list[str]) -> None:
+        if self._high_surrogate is not None:
+            self._stop()
+            return
+        kind, self._string_kind = self._string_kind, None
+        frame = self._stack[-1]
+        if kind == _KEY_TEXT:
+            frame.key = "".join(self._string_chars)
+            frame.expect = _COLON
+            if frame.emits:
+                out.append((", " if frame.members else "") + f'"{canonical_string(frame.key)}": ')
+                frame.awaiting_value = True
+            return
+        if kind == _NAME_TEXT:
+            self.name = "".join(self._string_chars)
+        elif kind == _EMITTED_TEXT:
+            out.append('"')
+        self._value_done()
+
+
+def _escape_length(escape: str) -> int:
+    """Characters after the backslash that make up this escape."""
+    return 5 if escape.startswith("u") else 1

@@ -1,0 +1,421 @@
+"""Morph-XML: the tool's name is the tag and each argument a child tag, as in
+`<read_file><path>a.py</path></read_file>`. Only declared tool names open a call."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from .base import (
+    ArgumentsMode,
+    CallContext,
+    CallScanner,
+    Protocol,
+    StreamedCall,
+    StreamParser,
+    TagStreamParser,
+    UnknownTools,
+    partial_token_start,
+)
+from .coerce import coerce_by_schema
+from .json_stream import canonical_string
+from .parts import ErrorKind, OnError, ToolSpec
+from .prompting import example_arguments, tool_declarations
+from .registry import register
+from .relaxed_xml import (
+    DuplicateStringTagError,
+    RelaxedXMLError,
+    arguments_are_complete,
+    is_string_schema,
+    parse_xml_arguments,
+)
+
+# Attributes models put on a tool's tag (`<search id="1">`) are short; a `<name` followed by
+# more than this without `>` is prose, and holding it back longer would stall the text.
+MAX_OPEN_TAG_CHARS = 256
+CDATA_START, CDATA_END = "<![CDATA[", "]]>"
+
+
+@register("morph-xml")
+class MorphXmlProtocol(Protocol):
+    def render_tools(self, tools: Sequence[ToolSpec], *, single_call: bool = False) -> str:
+        example = tools[0] if tools else ToolSpec("tool_name")
+        how_many = (
+            "Call at most one tool per reply."
+            if single_call
+            else "To call several tools at once, write one element per call."
+        )
+        return "\n".join(
+            [
+                "# Tools",
+                "",
+                "You can call these tools. Each line declares one tool: its name, what it"
+                " does, and a JSON schema of its arguments.",
+                "",
+                tool_declarations(tools),
+                "",
+                "To call a tool, write an XML element named after the tool with one child"
+                " element per argument, for example:",
+                self.render_call(example.name, example_arguments(example.parameters)),
+                "",
+                "- Write text values as they are, without escaping. If a value contains the"
+                f" tool's closing tag, wrap it in {CDATA_START} ... {CDATA_END}.",
+                "- Write a list as <item> elements inside the argument's element, an object"
+                " as nested elements.",
+                f"- {how_many} After your calls, stop writing. Each result comes back to you"
+                " in a <tool_result> element.",
+                "- When no tool is needed, answer in plain text without tool elements.",
+            ]
+        )
+
+    def render_call(self, name: str, arguments: Any) -> str:
+        if not isinstance(arguments, Mapping):
+            arguments = {"arguments": arguments}
+        inner = "".join(_render_element(key, value) for key, value in arguments.items())
+        return f"<{name}>\n{inner}</{name}>"
+
+    def render_result(self, name: str, call_id: str, content: str) -> str:
+        return (
+            f"<tool_result tool={quoteattr(name)} call_id={quoteattr(call_id)}>\n"
+            f"{content}\n</tool_result>"
+        )
+
+    def stream_parser(
+        self,
+        tools: Sequence[ToolSpec],
+        *,
+        on_error: OnError | None = None,
+        mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
+        unknown_tools: UnknownTools = UnknownTools.CALL,
+    ) -> StreamParser:
+        return _MorphXmlParser(tools, on_error=on_error, mode=mode, unknown_tools=unknown_tools)
+
+
+def _render_element(key: str, value: Any) -> str:
+    if isinstance(value, Mapping):
+        inner = "".join(_render_element(k, v) for k, v in value.items())
+        return f"<{key}>{inner}</{key}>\n"
+    if isinstance(value, list):
+        items = "".join(_render_element("item", item).rstrip("\n") for item in value)
+        return f"<{key}>{items}</{key}>\n"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if f"</{key}>" in text:
+        text = f"{CDATA_START}{text}{CDATA_END}"
+    return f"<{key}>{text}</{key}>\n"
+
+
+class _MorphXmlParser(TagStreamParser):
+    def __init__(self, tools: Sequence[ToolSpec], **options: Any) -> None:
+        super().__init__(tools, **options)
+        # Longest names first, so `<read_file>` is never taken for a tool named `read`.
+        names = sorted(self._ctx.tools, key=len, reverse=True)
+        alternatives = "|".join(map(re.escape, names))
+        self._opening = re.compile(rf"<({alternatives})(?:\s[^<>]*)?/?>") if names else None
+
+    def _find_open(self, text: str) -> tuple[int, int, str] | None:
+        found = self._opening.search(text) if self._opening else None
+        return (found.start(), found.end(), found.group(1)) if found else None
+
+    def _partial_open_start(self, text: str) -> int:
+        start = text.rfind("<", max(0, len(text) - MAX_OPEN_TAG_CHARS))
+        if start == -1 or ">" in text[start:]:
+            return len(text)
+        tail = text[start + 1 :]
+        name = re.match(r"[\w.:-]*", tail)
+        assert name is not None  # the pattern matches the empty string
+        if name.end() == len(tail):
+            could_open = any(tool.startswith(name.group()) for tool in self._ctx.tools)
+        else:
+            could_open = name.group() in self._ctx.tools and tail[name.end()] in " \t\r\n/"
+        return start if could_open else len(text)
+
+    def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
+        if open_tag.endswith("/>"):
+            arguments = coerce_by_schema({}, self._ctx.tools[name].parameters)
+            self._ctx.complete_call(name, arguments, open_tag)
+            return None
+        return _MorphCall(self._ctx, open_tag, self._ctx.tools[name])
+
+
+class _MorphCall(CallScanner):
+    """One call's body, up to the close tag that matches its open tag. Same-name tags
+    nested inside it are balanced, and CDATA sections are skipped."""
+
+    def __init__(self, ctx: CallContext, open_tag: str, tool: ToolSpec) -> None:
+        self._ctx, self._open_tag, self._tool = ctx, open_tag, tool
+        name = re.escape(tool.name)
+        self._tags = re.compile(rf"{re.escape(CDATA_START)}|<{name}(?:\s[^<>]*)?/?>|</{name}\s*>")
+        self._depth = 1
+        self._in_cdata = False
+        self._body: list[str] = []
+        self._held = ""
+        self._arguments = (
+            _ArgumentStream(tool.parameters) if ctx.mode is ArgumentsMode.INCREMENTAL else None
+        )
+        self._streamed: StreamedCall | None = None
+
+    def consume(self, text: str) -> str | None:
+        text = self._held + text
+        scanned = 0
+        while True:
+            if self._in_cdata:
+                end = text.find(CDATA_END, scanned)
+                if end == -1:
+                    self._hold(text, scanned, (CDATA_END,))
+                    return None
+                self._absorb(text[scanned : end + len(CDATA_END)])
+                scanned = end + len(CDATA_END)
+                self._in_cdata = False
+                continue
+            found = self._tags.search(text, scanned)
+            if found is None:
+                self._hold(text, scanned, (CDATA_START,))
+                return None
+            tag = found.group()
+            if tag.startswith("</"):
+                self._depth -= 1
+                if self._depth == 0:
+                    self._absorb(text[scanned : found.start()])
+                    self._complete(tag)
+                    return text[found.end() :]
+            elif tag == CDATA_START:
+                self._in_cdata = True
+            elif not tag.endswith("/>"):
+                self._depth += 1
+            self._absorb(text[scanned : found.end()])
+            scanned = found.end()
+
+    def _hold(self, text: str, scanned: int, tokens: tuple[str, ...]) -> None:
+        """Absorb what is certain, keep a suffix that could still become a tag."""
+        rest = text[scanned:]
+        safe = partial_token_start(rest, tokens)
+        if not self._in_cdata:
+            # Any `<` without its `>` yet may still become this tool's open or close tag.
+            bracket = rest.rfind("<", max(0, len(rest) - MAX_OPEN_TAG_CHARS))
+            if bracket != -1 and ">" not in rest[bracket:]:
+                safe = min(safe, bracket)
+        self._absorb(rest[:safe])
+        self._held = rest[safe:]
+
+    def finish(self) -> None:
+        body = "".join(self._body)
+        original = self._open_tag + body + self._held
+        if arguments_are_complete(body) and self._parse(body, original, streamed_only=True):
+            return
+        if self._streamed is not None:
+            self._ctx.unfinished_call(self._streamed, original)
+        else:
+            self._ctx.fall_back_to_text(
+                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
+            )
+
+    def _absorb(self, text: str) -> None:
+        stream = self._arguments
+        if not text:
+            return
+        self._body.append(text)
+        if stream is None or not stream.healthy:
+            return
+        fragments = stream.feed(text)
+        if self._streamed is None and stream.started:
+            self._streamed = self._ctx.start_call(self._tool.name)
+        if self._streamed is not None:
+            self._ctx.send_arguments(self._streamed, "".join(fragments))
+
+    def _complete(self, close_tag: str) -> None:
+        body = "".join(self._body)
+        self._parse(body, self._open_tag + body + close_tag, streamed_only=False)
+
+    def _parse(self, body: str, original: str, *, streamed_only: bool) -> bool:
+        """Emit the call `body` holds. On failure, a streamed call is closed as it stands
+        and an unstreamed one becomes text, unless `streamed_only` leaves that to the caller."""
+        ctx, schema = self._ctx, self._tool.parameters
+        closing = self._arguments.closing_suffix() if self._arguments else ""
+        try:
+            arguments = coerce_by_schema(parse_xml_arguments(body, schema), schema)
+        except RelaxedXMLError as error:
+            if streamed_only:
+                return False
+            kind = (
+                ErrorKind.DUPLICATE_STRING_TAG
+                if isinstance(error, DuplicateStringTagError)
+                else ErrorKind.MALFORMED_XML
+            )
+            if self._streamed is not None:
+                ctx.error(kind, str(error), original)
+                ctx.close_streamed_call(self._streamed, closing, original)
+            else:
+                ctx.fall_back_to_text(kind, str(error), original)
+            return True
+        ctx.complete_call(
+            self._tool.name, arguments, original, streamed=self._streamed, closing_suffix=closing
+        )
+        return True
+
+
+_ARGUMENT_TAG = re.compile(r"<(/?)([^\W\d][\w.:-]*)(?:\s[^<>]*)?(/?)>")
+# Scalars are final once their tag closes; arrays may still grow by a repeated tag.
+_FINAL_AT_CLOSE = frozenset({"integer", "number", "boolean", "null", "object"})
+
+
+class _ArgumentStream:
+    """Canonical JSON fragments of a Morph-XML call's arguments, as its body streams in:
+    a string argument's text as it arrives, a scalar or object once its tag closes.
+    Anything it cannot be sure of (CDATA, a repeated tag, an array) stops it; the call's
+    arguments are then completed from the final parse."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        properties = schema.get("properties")
+        self._properties: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
+        self.healthy = True
+        self.started = False
+        self._pending = ""
+        self._seen: set[str] = set()
+        self._key: str | None = None
+        self._depth = 0
+        self._text: _LayoutTrim | None = None  # set while a string argument streams
+        self._raw: list[str] = []
+
+    def closing_suffix(self) -> str:
+        if not self.started:
+            return ""
+        if self._key is None:
+            return "}"
+        return ('"' if self._text is not None else "null") + "}"
+
+    def feed(self, text: str) -> list[str]:
+        out: list[str] = []
+        text = self._pending + text
+        self._pending = ""
+        position = 0
+        while self.healthy:
+            found = _ARGUMENT_TAG.search(text, position)
+            end = found.start() if found else len(text)
+            if self._key is not None and text.find("<!", position, end) != -1:
+                self.healthy = False  # CDATA or a comment inside a value: read it at the end
+                break
+            if found is None:
+                bracket = text.rfind("<", max(position, len(text) - MAX_OPEN_TAG_CHARS))
+                if bracket != -1 and ">" not in text[bracket:]:
+                    end, self._pending = bracket, text[bracket:]
+                self._content(text[position:end], out)
+                break
+            self._content(text[position:end], out)
+            self._tag(found, out)
+            position = found.end()
+        return out
+
+    def _content(self, text: str, out: list[str]) -> None:
+        if self._text is not None:
+            out.append(canonical_string(self._text.feed(text)))
+        elif self._key is not None:
+            self._raw.append(text)
+
+    def _tag(self, tag: re.Match[str], out: list[str]) -> None:
+        closing, name, self_closing = tag.group(1), tag.group(2), tag.group(3)
+        if self._key is None:
+            if not closing:
+                self._open(name, tag.group(), bool(self_closing), out)
+            return
+        if name == self._key and not self_closing:
+            self._depth += -1 if closing else 1
+            if self._depth == 0:
+                self._close(out)
+                return
+        self._content(tag.group(), out)
+
+    def _open(self, key: str, tag: str, self_closing: bool, out: list[str]) -> None:
+        schema = self._properties.get(key)
+        if key in self._seen or not isinstance(schema, Mapping):
+            self.healthy = False
+            return
+        is_string = is_string_schema(schema)
+        if not is_string and not _FINAL_AT_CLOSE.intersection(_types_of(schema)):
+            self.healthy = False
+            return
+        self._seen.add(key)
+        out.append(("{" if not self.started else ", ") + f'"{canonical_string(key)}": ')
+        self.started = True
+        self._key, self._depth, self._raw = key, 1, [tag]
+        if is_string:
+            self._text = _LayoutTrim()
+            out.append('"')
+        if self_closing:
+            self._close(out)
+
+    def _close(self, out: list[str]) -> None:
+        key, self._key = self._key or "", None
+        if self._text is not None:
+            out.append(canonical_string(self._text.finish()) + '"')
+            self._text = None
+            return
+        element = "".join(self._raw) + f"</{key}>"
+        schema = self._properties[key]
+        try:
+            value = parse_xml_arguments(element, {"properties": {key: schema}})[key]
+        except (RelaxedXMLError, KeyError):
+            self.healthy = False
+            return
+        out.append(json.dumps(coerce_by_schema(value, schema), ensure_ascii=False))
+
+
+def _types_of(schema: Mapping[str, Any]) -> set[str]:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    return set(declared) if isinstance(declared, list) else set()
+
+
+class _LayoutTrim:
+    """Streams a string argument's text with the layout trim `parse_xml_arguments` applies
+    at the end: a one-line value is stripped; a multi-line one loses a blank first line and
+    the indentation after its last line break. So the first line is held until a line break
+    shows the value is multi-line, and trailing whitespace until text follows it."""
+
+    def __init__(self) -> None:
+        self._head: list[str] | None = []  # the first line(s), while undecided
+        self._head_has_text = False
+        self._head_broken = False  # a line break followed the first text
+        self._whitespace = ""
+
+    def feed(self, text: str) -> str:
+        if self._head is not None:
+            self._head.append(text)
+            if not self._shows_multiline(text):
+                return ""
+            head = "".join(self._head)
+            self._head = None
+            core = head.lstrip()
+            leading = head[: len(head) - len(core)]
+            text = leading[leading.find("\n") + 1 :] + core
+        body = text.rstrip()
+        if not body:
+            self._whitespace += text
+            return ""
+        out = self._whitespace + body
+        self._whitespace = text[len(body) :]
+        return out
+
+    def _shows_multiline(self, text: str) -> bool:
+        """Whether text now follows a line break that followed the first text."""
+        if not self._head_has_text:
+            text = text.lstrip()
+            if not text:
+                return False
+            self._head_has_text = True
+        if self._head_broken:
+            return bool(text.strip())
+        line_break = text.find("\n")
+        if line_break == -1:
+            return False
+        self._head_broken = True
+        return bool(text[line_break + 1 :].strip())
+
+    def finish(self) -> str:
+        if self._head is not None:
+            return "".join(self._head).strip()
+        trailing = self._whitespace
+        return trailing[: trailing.rfind("\n") + 1] if "\n" in trailing else trailing

@@ -1,0 +1,134 @@
+"""The parts a stream parser hands out: text, reasoning markers and tool calls.
+
+Accounting rule (the "nothing lost" contract): concatenating every `TextDelta.text`,
+every `ThinkStart.tag`/`ThinkEnd.tag`, and the `original` of every `ToolCall` and
+`ToolCallUnfinished` reproduces the model's output exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TextStart:
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextEnd:
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkStart:
+    """A `<think>` block opens; `tag` is its literal text. Calls are never parsed inside."""
+
+    tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkEnd:
+    """The think block closes; `tag` is "" when the output ended inside it."""
+
+    tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """Incremental mode: a call's id and name are known; argument fragments follow."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """Incremental mode: the next fragment of a call's JSON `arguments` string."""
+
+    id: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A complete call. In incremental mode it follows the call's start and fragments,
+    whose concatenation equals `arguments` exactly."""
+
+    id: str
+    name: str
+    arguments: str
+    input: Any
+    original: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallUnfinished:
+    """Incremental mode: the output ended inside a call whose start was already sent.
+    The call must not be treated as complete (its arguments do not parse)."""
+
+    id: str
+    name: str
+    original: str
+
+
+class ErrorKind(StrEnum):
+    MALFORMED_JSON = "malformed_json"
+    MALFORMED_XML = "malformed_xml"
+    DUPLICATE_STRING_TAG = "duplicate_string_tag"
+    UNFINISHED_CALL = "unfinished_call"
+    UNKNOWN_TOOL = "unknown_tool"
+    ARGUMENTS_MISMATCH = "arguments_mismatch"
+    TOOL_CHOICE_FALLBACK = "tool_choice_fallback"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseError:
+    """Model output that could not become a call as-is. Unless the kind is
+    ARGUMENTS_MISMATCH or TOOL_CHOICE_FALLBACK, its text was emitted unchanged."""
+
+    kind: ErrorKind
+    message: str
+    original: str
+
+
+Part = (
+    TextStart
+    | TextDelta
+    | TextEnd
+    | ThinkStart
+    | ThinkEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCall
+    | ToolCallUnfinished
+)
+
+OnError = Callable[[ParseError], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One declared tool, as the client sent it (OpenAI `tools[].function`)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_openai(cls, tool: dict[str, Any]) -> ToolSpec:
+        function = tool.get("function", tool)
+        return cls(
+            name=str(function["name"]),
+            description=str(function.get("description") or ""),
+            parameters=dict(function.get("parameters") or {}),
+        )

@@ -1,0 +1,114 @@
+"""Explicit tool choice: ask for exactly one JSON object {name, arguments} and parse it back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .base import Protocol, dump_arguments, new_call_id
+from .json_mix import CallBodyError, call_from_object
+from .json_stream import ARGUMENT_KEYS, NAME_KEYS
+from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
+from .prompting import example_arguments, tool_declarations
+from .relaxed_json import RelaxedJSONError, parse_relaxed_json, strip_code_fence
+
+# Prose around the object can hold many `{`; trying each one is quadratic, so stop early.
+MAX_OBJECT_STARTS = 64
+
+
+def render_tool_choice_prompt(tools: Sequence[ToolSpec], *, named: str | None) -> str:
+    """System text demanding one JSON object `{"name": ..., "arguments": {...}}`."""
+    offered = [tool for tool in tools if tool.name == named] if named else list(tools)
+    example = offered[0] if offered else ToolSpec(named or "tool_name")
+    example_call = {"name": example.name, "arguments": example_arguments(example.parameters)}
+    which = f"the tool {named}" if named else "exactly one of these tools"
+    return "\n".join(
+        [
+            "# Tool call required",
+            "",
+            f"You must now call {which}. Tool declarations (name, description, JSON schema"
+            " of the arguments):",
+            "",
+            tool_declarations(offered),
+            "",
+            'Reply with one JSON object with the keys "name" and "arguments", and nothing'
+            " else: no prose, no code fence. For example:",
+            json.dumps(example_call, ensure_ascii=False),
+        ]
+    )
+
+
+def parse_tool_choice(
+    text: str,
+    protocol: Protocol,
+    tools: Sequence[ToolSpec],
+    *,
+    default_name: str | None,
+    on_error: OnError | None = None,
+) -> ToolCall:
+    """One call from `text`; never raises. A missing name becomes `default_name` (or
+    "unknown"); unparseable arguments become {} and an error record.
+
+    Accepted: a bare object, one in a code fence or amid prose, or a call written in
+    the protocol's own format."""
+    fallback = default_name or "unknown"
+    name, arguments = _read_call(text, protocol, tools)
+    if default_name and name not in (None, default_name):
+        _report(on_error, f"the model called {name!r}, not {default_name!r}", text)
+        name = None
+    if arguments is None:
+        _report(on_error, "no call arguments found in the reply", text)
+        arguments = {}
+    name = name or fallback
+    return ToolCall(new_call_id(), name, dump_arguments(arguments), arguments, text)
+
+
+def _read_call(
+    text: str, protocol: Protocol, tools: Sequence[ToolSpec]
+) -> tuple[str | None, dict[str, Any] | None]:
+    for part in protocol.parse(text, tools):
+        if isinstance(part, ToolCall):
+            return part.name, part.input
+    for value in _objects_in(text):
+        if any(key in value for key in NAME_KEYS):
+            try:
+                return call_from_object(value)
+            except CallBodyError:
+                continue
+        if any(key in value for key in ARGUMENT_KEYS):
+            arguments = next(value[key] for key in ARGUMENT_KEYS if key in value)
+            if isinstance(arguments, dict):
+                return None, arguments
+        # A bare object without either key is the arguments themselves.
+        return None, value
+    return None, None
+
+
+def _objects_in(text: str) -> list[dict[str, Any]]:
+    """The first JSON object in `text`: the whole (fence-stripped) text, else the first
+    `{` from which a complete object decodes."""
+    try:
+        value = parse_relaxed_json(strip_code_fence(text.strip()))
+    except RelaxedJSONError:
+        value = None
+    if isinstance(value, dict):
+        return [value]
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    for _ in range(MAX_OBJECT_STARTS):
+        if start == -1:
+            break
+        try:
+            value, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return [value]
+    return []
+
+
+def _report(on_error: OnError | None, message: str, original: str) -> None:
+    if on_error is not None:
+        on_error(ParseError(ErrorKind.TOOL_CHOICE_FALLBACK, message, original))
