@@ -1,0 +1,286 @@
+"""RJSON: parse JSON as models really write it (JSON5-isms, Python literals, raw newlines,
+truncated endings), falling back from strict `json` to named repairs to `json5`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import json5
+
+# Tool arguments nest a handful of levels. 128 is far beyond any real call, yet deep input
+# is refused before it reaches the recursive parsers (json, json5) and the recursive code
+# that later walks and re-serialises the value (schema coercion, json.dumps).
+MAX_NESTING_DEPTH = 128
+
+# json5 is pure Python at roughly 4-8 µs per character and runs on the event loop; above
+# this size one attempt would stall every stream for a noticeable fraction of a second, so
+# large texts rely on strict JSON plus the repairs, which run in C-backed linear time.
+JSON5_MAX_CHARS = 20_000
+
+
+class RelaxedJSONError(ValueError):
+    """The text is not JSON, not JSON5, and no repair made it so."""
+
+
+# The one string-aware scanner. Every character belongs to exactly one token, so joining
+# the tokens rebuilds the text. Strings may be single- or double-quoted (JSON5) and may run
+# to the end of the text unclosed; comments are recognised so quotes or brackets inside them
+# count for nothing.
+_TOKEN = re.compile(
+    r"""
+    (?P<string>
+        (?P<quote>["'])
+        [^"'\\]* (?: (?: \\[\s\S]? | (?!(?P=quote))["'] ) [^"'\\]* )*
+        (?P<closed>(?P=quote))?
+    )
+    | (?P<comment> //[^\n]* | /\*[\s\S]*?(?:\*/|\Z) )
+    | (?P<open> [\[{] )
+    | (?P<close> [\]}] )
+    | (?P<code> [^"'/\[\]{}]+ | / )
+    """,
+    re.VERBOSE,
+)
+_CLOSER = {"[": "]", "{": "}"}
+
+
+def _walk(text: str) -> Iterator[tuple[re.Match[str], list[str]]]:
+    """Each token of `text`, with the closers still owed after it (innermost last).
+
+    The list is shared and updated in place; copy it to keep it past the next step.
+    """
+    owed: list[str] = []
+    for token in _TOKEN.finditer(text):
+        if token.lastgroup == "open":
+            owed.append(_CLOSER[token[0]])
+            if len(owed) > MAX_NESTING_DEPTH:
+                raise RelaxedJSONError(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+        elif token.lastgroup == "close" and owed:
+            # Which closer it is does not matter: a mismatch is left for the parser to reject.
+            owed.pop()
+        yield token, owed
+
+
+def _check_nesting(text: str) -> None:
+    # Fewer openers than the limit cannot nest past it; skip the scan on the common path.
+    if text.count("[") + text.count("{") <= MAX_NESTING_DEPTH:
+        return
+    deque(_walk(text), maxlen=0)  # walking is the check: it raises past the limit
+
+
+def _rewrite(text: str, kind: str, transform: Callable[[str], str]) -> str:
+    """`text` with `transform` applied to every token of one kind (e.g. "string")."""
+    return "".join(
+        transform(token[0]) if token.lastgroup == kind else token[0]
+        for token in _TOKEN.finditer(text)
+    )
+
+
+_VALID_ESCAPE = frozenset('"\\/bfnrt')
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\s\S]?)")
+
+
+def _fix_escape(escape: re.Match[str]) -> str:
+    follower = escape[1]
+    is_unicode_escape = len(follower) == len("u0041")
+    if is_unicode_escape or follower in _VALID_ESCAPE:
+        return escape[0]
+    if follower == "'":
+        return "'"  # a Python habit: \' means ' in every language that has it
+    if not follower:
+        return escape[0]  # a dangling backslash at a cut-off end; closing handles it
+    return "\\\\" + follower
+
+
+def _repair_invalid_escapes(text: str) -> str:
+    """`"C:\\Users"`, `"\\d+"`: a backslash that starts no JSON escape is a literal one."""
+
+    def fix(string: str) -> str:
+        return _ESCAPE.sub(_fix_escape, string) if string[0] == '"' else string
+
+    return _rewrite(text, "string", fix)
+
+
+_ESCAPED_CONTROL = {code: json.dumps(chr(code))[1:-1] for code in range(0x20)}
+
+
+def _repair_control_characters(text: str) -> str:
+    """Raw newlines, tabs and other control characters inside strings, escaped.
+
+    Runs after the escape repair, so no backslash can precede one of them any more.
+    """
+    return _rewrite(text, "string", lambda string: string.translate(_ESCAPED_CONTROL))
+
+
+# Not before a colon: `{None: 1}` is a valid JSON5 key named "None".
+_PYTHON_LITERAL = re.compile(r"\b(True|False|None)\b(?!\s*:)")
+_JSON_LITERAL = {"True": "true", "False": "false", "None": "null"}
+
+
+def _repair_python_literals(text: str) -> str:
+    """`True`, `False`, `None` outside strings, as JSON's `true`, `false`, `null`."""
+    return _rewrite(
+        text, "code", lambda code: _PYTHON_LITERAL.sub(lambda m: _JSON_LITERAL[m[1]], code)
+    )
+
+
+def _terminated(token: re.Match[str]) -> str:
+    """The last token of a cut-off text, closed so that closers can follow it."""
+    text = token[0]
+    if token.lastgroup == "string" and token["closed"] is None:
+        trailing_backslashes = len(text) - len(text.rstrip("\\"))
+        if trailing_backslashes % 2:
+            text = text[:-1]  # the escape it began was cut off
+        return text + token["quote"]
+    if token.lastgroup == "comment" and text.startswith("//"):
+        return text + "\n"
+    if token.lastgroup == "comment" and not (len(text) >= 4 and text.endswith("*/")):
+        return text + "*/"
+    return text
+
+
+def _repair_unclosed_brackets(text: str) -> str:
+    """A cut-off ending: the final string closed, then every open bracket, innermost first."""
+    final_step = deque(_walk(text), maxlen=1)
+    if not final_step:
+        return text
+    last, owed = final_step[0]
+    return text[: last.start()] + _terminated(last) + "".join(reversed(owed))
+
+
+_TRAILING_COMMA = re.compile(r",(\s*)\Z")
+
+
+def _repair_trailing_commas(text: str) -> str:
+    """`[1, 2,]`: a comma right before a closer, dropped (JSON5 allows it, but json5 is slow)."""
+    pieces: list[str] = []
+    previous_kind: str | None = None
+    for token in _TOKEN.finditer(text):
+        if token.lastgroup == "close" and previous_kind == "code":
+            pieces[-1] = _TRAILING_COMMA.sub(r"\1", pieces[-1])
+        pieces.append(token[0])
+        previous_kind = token.lastgroup
+    return "".join(pieces)
+
+
+# Applied in this order, each on the result of the last. Escapes come before control
+# characters so that a backslash before a raw newline stays a literal backslash; commas come
+# after closing so that a list cut off after a comma (`[1, 2,`) parses.
+REPAIRS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("invalid_escapes", _repair_invalid_escapes),
+    ("control_characters", _repair_control_characters),
+    ("python_literals", _repair_python_literals),
+    ("unclosed_brackets", _repair_unclosed_brackets),
+    ("trailing_commas", _repair_trailing_commas),
+)
+# For text that must already be whole: closing a cut-off end would pass a half-written value
+# off as a finished one.
+_REPAIRS_FOR_COMPLETE_TEXT = tuple(
+    (name, repair) for name, repair in REPAIRS if repair is not _repair_unclosed_brackets
+)
+
+# The language tag after an opening fence: ```json, ```json5, ```JSON, or none.
+_FENCE_INFO = re.compile(r"[\w.+-]*[ \t]*")
+_FENCE = "```"
+
+
+def strip_code_fence(text: str) -> str:
+    """The body of a markdown code fence around the whole text, or the text unchanged.
+
+    A fence whose closing line is missing (output cut off) still counts.
+    """
+    stripped = text.strip()
+    if not stripped.startswith(_FENCE):
+        return text
+    first_line_end = stripped.find("\n")
+    if first_line_end == -1 or not _FENCE_INFO.fullmatch(stripped[len(_FENCE) : first_line_end]):
+        return text
+    body = stripped[first_line_end + 1 :]
+    return body.removesuffix(_FENCE)
+
+
+def _loads_json5(text: str) -> Any:
+    if len(text) > JSON5_MAX_CHARS:
+        raise RelaxedJSONError(f"over {JSON5_MAX_CHARS} characters, too long for json5")
+    try:
+        return json5.loads(text)
+    # json5 is a generated parser that can fail in ways other than ValueError (it recurses
+    # once per nesting level, for one); any failure just means "not JSON5".
+    except Exception as error:
+        raise RelaxedJSONError(str(error)) from error
+
+
+def parse_relaxed_json(text: str, *, complete_only: bool = False) -> Any:
+    """One JSON value, as relaxed as models write it.
+
+    Tried in order: strict `json`; each repair in `REPAIRS`, cumulatively, parsed strictly;
+    then `json5` on the text as written and on the fully repaired text. With `complete_only`,
+    a value cut off before its end is rejected instead of closed.
+    """
+    text = strip_code_fence(text)
+    _check_nesting(text)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        strict_error = str(error)
+    repaired = text
+    applied: list[str] = []
+    for name, repair in _REPAIRS_FOR_COMPLETE_TEXT if complete_only else REPAIRS:
+        candidate = repair(repaired)
+        if candidate == repaired:
+            continue
+        repaired = candidate
+        applied.append(name)
+        try:
+            return json.loads(repaired)
+        except (ValueError, RecursionError):
+            pass
+    for candidate in dict.fromkeys((text, repaired)):
+        try:
+            return _loads_json5(candidate)
+        except RelaxedJSONError:
+            pass
+    raise RelaxedJSONError(
+        f"not JSON ({strict_error}); repairs applied: {', '.join(applied) or 'none'}; "
+        "json5 also failed"
+    )
+
+
+_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def _split_values(text: str) -> Iterator[str]:
+    """The source of each top-level value, cut at whitespace, commas and comments between."""
+    value_start: int | None = None  # where the open bracket of the current value is
+    for token, owed in _walk(text):
+        kind = token.lastgroup
+        if value_start is not None:
+            if not owed:
+                yield text[value_start : token.end()]
+                value_start = None
+        elif kind == "open":
+            value_start = token.start()
+        elif kind == "code":
+            yield from filter(None, _SEPARATORS.split(token[0]))
+        elif kind != "comment":
+            yield token[0]  # a string, or a stray closer for the parser to reject
+    if value_start is not None:
+        yield text[value_start:]  # cut off; parse_relaxed_json closes it unless complete_only
+
+
+def parse_json_values(text: str, *, complete_only: bool = False) -> list[Any]:
+    """Every JSON value in `text` (`{..}{..}`, one per line, comma-separated), each relaxed.
+
+    Raises RelaxedJSONError when any part fails to parse (with `complete_only`, when the last
+    one is cut off) or there is no value at all.
+    """
+    values = [
+        parse_relaxed_json(source, complete_only=complete_only)
+        for source in _split_values(strip_code_fence(text))
+    ]
+    if not values:
+        raise RelaxedJSONError("no JSON value in the text")
+    return values
