@@ -19,6 +19,7 @@ from .base import (
     UnknownTools,
     partial_token_start,
 )
+from .coerce import coerce_by_schema
 from .json_stream import ARGUMENT_KEYS, NAME_KEYS, JsonCallLexer
 from .parts import ErrorKind, OnError, ToolSpec
 from .prompting import example_arguments, tool_declarations
@@ -27,6 +28,8 @@ from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_jso
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")
+# Longer than any tag name a model closes a call with; a longer `<...` is not held back.
+MAX_TAG_CHARS = 64
 
 
 class CallBodyError(ValueError):
@@ -124,7 +127,7 @@ class _JsonCall(CallScanner):
         )
         self._body: list[str] = []
         self._held = ""
-        self._lexer = JsonCallLexer()
+        self._lexer = JsonCallLexer({name: tool.parameters for name, tool in ctx.tools.items()})
         self._streamed: StreamedCall | None = None
 
     def consume(self, text: str) -> str | None:
@@ -146,9 +149,10 @@ class _JsonCall(CallScanner):
                 self._complete(tag)
                 return text[match.end() :]
         rest = text[scanned:]
-        safe = partial_token_start(rest, (self._end_tag, self._start_tag, "</"))
-        if self._lexer.complete and "</" in rest[safe:]:
-            safe = rest.rfind("</")  # could still become a wrong closing tag
+        safe = partial_token_start(rest, (self._end_tag, self._start_tag))
+        bracket = rest.rfind("<", max(0, len(rest) - MAX_TAG_CHARS))
+        if bracket != -1 and ">" not in rest[bracket:]:
+            safe = min(safe, bracket)  # could still become a (wrong) closing tag
         self._absorb(rest[:safe])
         self._held = rest[safe:]
         return None
@@ -205,10 +209,11 @@ class _JsonCall(CallScanner):
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {unknown}", original)
             return
         for index, (name, arguments) in enumerate(calls):
+            tool = ctx.tools.get(name)
             # The whole segment is the first call's original text, so nothing is counted twice.
             ctx.complete_call(
                 name,
-                arguments,
+                coerce_by_schema(arguments, tool.parameters) if tool else arguments,
                 original if index == 0 else "",
                 streamed=self._streamed if index == 0 else None,
                 closing_suffix=self._lexer.closing_suffix(),

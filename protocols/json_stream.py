@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from typing import Any
+
+from .coerce import coerce_by_schema
+from .relaxed_xml import is_string_schema
 
 # The keys models use for a call's tool name and its arguments, most common first.
 NAME_KEYS = ("name", "function", "tool", "tool_name")
@@ -39,8 +44,11 @@ _WHITESPACE = " \t\r\n"
 
 # What a container expects next.
 _KEY, _COLON, _VALUE, _COMMA = range(4)
-# What the string being read is for.
-_KEY_TEXT, _NAME_TEXT, _EMITTED_TEXT, _SKIPPED_TEXT = range(4)
+# What the string being read is for. A held string is an argument value the schema wants
+# as another type ("5" for an integer): it is coerced and sent once complete.
+_KEY_TEXT, _NAME_TEXT, _EMITTED_TEXT, _HELD_TEXT, _SKIPPED_TEXT = range(5)
+# Schemas that combine others decide a value's type only as a whole: not followed inside.
+_COMBINING_KEYWORDS = ("$ref", "anyOf", "oneOf", "allOf", "prefixItems")
 
 
 def canonical_string(text: str) -> str:
@@ -49,15 +57,30 @@ def canonical_string(text: str) -> str:
 
 
 class _Frame:
-    __slots__ = ("awaiting_value", "emits", "expect", "is_object", "key", "members")
+    __slots__ = ("emits", "expect", "is_object", "key", "members", "schema")
 
-    def __init__(self, is_object: bool, emits: bool) -> None:
+    def __init__(
+        self, is_object: bool, emits: bool, schema: Mapping[str, Any] | None = None
+    ) -> None:
         self.is_object = is_object
         self.emits = emits
+        self.schema = schema
         self.expect = _KEY if is_object else _VALUE
         self.key: str | None = None
         self.members = 0
-        self.awaiting_value = False  # an emitted key whose value has not begun
+
+    def child_schema(self) -> Mapping[str, Any] | None:
+        """The schema of the value that comes next in this container, if one is declared."""
+        if self.schema is None:
+            return None
+        if self.is_object:
+            properties = self.schema.get("properties")
+            child = properties.get(self.key) if isinstance(properties, Mapping) else None
+            if child is None:
+                child = self.schema.get("additionalProperties")
+        else:
+            child = self.schema.get("items")
+        return child if isinstance(child, Mapping) else None
 
 
 class JsonCallLexer:
@@ -70,7 +93,9 @@ class JsonCallLexer:
     'read'
     """
 
-    def __init__(self) -> None:
+    def __init__(self, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self._schemas = schemas or {}
+        self._value_schema: Mapping[str, Any] | None = None
         self.name: str | None = None
         self.healthy = True
         self.complete = False
@@ -113,9 +138,14 @@ class JsonCallLexer:
         """What makes the fragments sent so far a complete JSON value."""
         suffix = []
         frame = self._stack[-1] if self._stack else None
+        value_in_progress = self._scalar is not None or self._string_kind == _HELD_TEXT
         if self._string_kind == _EMITTED_TEXT:
             suffix.append('"')
-        elif frame is not None and frame.awaiting_value:
+        elif (
+            frame is not None
+            and frame.emits
+            and (value_in_progress or (frame.is_object and frame.expect in (_COLON, _VALUE)))
+        ):
             suffix.append("null")
         suffix.extend(("}" if f.is_object else "]") for f in reversed(self._stack) if f.emits)
         return "".join(suffix)
@@ -171,7 +201,8 @@ class JsonCallLexer:
                 return
             self._arguments_seen = True
             out.append("{")
-            self._stack.append(_Frame(is_object=True, emits=True))
+            schema = self._schemas.get(self.name)
+            self._stack.append(_Frame(is_object=True, emits=True, schema=schema))
             return
         if is_top and frame.key in NAME_KEYS:
             if char == '"' and self.name is None:
@@ -179,21 +210,32 @@ class JsonCallLexer:
             else:
                 self._stop()
             return
-        emits = frame.emits
-        if emits:
-            frame.awaiting_value = False
-            if not frame.is_object and frame.members:
-                out.append(", ")
+        if not frame.emits:
+            if char in "{[":
+                self._stack.append(_Frame(is_object=char == "{", emits=False))
+            elif char == '"':
+                self._begin_string(_SKIPPED_TEXT)
+            else:
+                self._scalar = char
+            return
+        schema = frame.child_schema()
+        combined = schema is not None and any(key in schema for key in _COMBINING_KEYWORDS)
+        if combined and (char in "{[" or not is_string_schema(schema)):
+            self._stop()
+            return
+        if not frame.is_object and frame.members:
+            out.append(", ")
+        self._value_schema = schema
         if char in "{[":
-            if emits:
-                out.append(char)
-            self._stack.append(_Frame(is_object=char == "{", emits=emits))
-        elif char == '"':
-            if emits:
-                out.append('"')
-            self._begin_string(_EMITTED_TEXT if emits else _SKIPPED_TEXT)
-        else:
+            out.append(char)
+            self._stack.append(_Frame(is_object=char == "{", emits=True, schema=schema))
+        elif char != '"':
             self._scalar = char
+        elif schema is None or is_string_schema(schema):
+            out.append('"')
+            self._begin_string(_EMITTED_TEXT)
+        else:
+            self._begin_string(_HELD_TEXT)
 
     def _value_done(self) -> None:
         frame = self._stack[-1]
@@ -212,14 +254,18 @@ class JsonCallLexer:
     def _end_scalar(self, out: list[str]) -> None:
         token, self._scalar = self._scalar or "", None
         literal = _LITERALS.get(token)
-        if literal is None:
-            if not _NUMBER.fullmatch(token):
-                self._stop()
-                return
-            literal = json.dumps(json.loads(token))
+        if literal is None and not _NUMBER.fullmatch(token):
+            self._stop()
+            return
         if self._stack[-1].emits:
-            out.append(literal)
+            self._send_value(json.loads(literal or token), out)
         self._value_done()
+
+    def _send_value(self, value: Any, out: list[str]) -> None:
+        """A complete scalar argument value, coerced by its schema, as canonical JSON."""
+        if self._value_schema is not None:
+            value = coerce_by_schema(value, self._value_schema)
+        out.append(json.dumps(value, ensure_ascii=False))
 
     def _begin_string(self, kind: int) -> None:
         self._string_kind = kind
@@ -291,12 +337,13 @@ class JsonCallLexer:
             frame.expect = _COLON
             if frame.emits:
                 out.append((", " if frame.members else "") + f'"{canonical_string(frame.key)}": ')
-                frame.awaiting_value = True
             return
         if kind == _NAME_TEXT:
             self.name = "".join(self._string_chars)
         elif kind == _EMITTED_TEXT:
             out.append('"')
+        elif kind == _HELD_TEXT:
+            self._send_value("".join(self._string_chars), out)
         self._value_done()
 
 

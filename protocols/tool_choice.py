@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import Protocol, dump_arguments, new_call_id
+from .coerce import coerce_by_schema
 from .json_mix import CallBodyError, call_from_object
 from .json_stream import ARGUMENT_KEYS, NAME_KEYS
 from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
@@ -61,6 +62,9 @@ def parse_tool_choice(
         _report(on_error, "no call arguments found in the reply", text)
         arguments = {}
     name = name or fallback
+    tool = next((tool for tool in tools if tool.name == name), None)
+    if tool is not None:
+        arguments = coerce_by_schema(arguments, tool.parameters)
     return ToolCall(new_call_id(), name, dump_arguments(arguments), arguments, text)
 
 

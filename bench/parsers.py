@@ -1,0 +1,95 @@
+"""Parser throughput: MB/s per protocol on prose, one 200 KB file write and 100 small calls,
+fed in 1- and 16-character deltas, plus a scaling row (10x the input should cost ~10x).
+
+    python bench/parsers.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from protocols import ToolSpec, get_protocol
+
+TOOLS = [
+    ToolSpec(
+        "write_to_file",
+        "Write a file",
+        {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        },
+    ),
+    ToolSpec(
+        "read_file",
+        "Read a file",
+        {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        },
+    ),
+]
+SOURCE_LINE = 'def handler(request):  # <div class="x"> & a < b\n    return {"ok": True}\n'
+
+
+def prose(size: int) -> str:
+    sentence = "The quick brown fox considers a < b and writes plain text. "
+    return (sentence * (size // len(sentence) + 1))[:size]
+
+
+def file_write(protocol: str, size: int) -> str:
+    content = (SOURCE_LINE * (size // len(SOURCE_LINE) + 1))[:size]
+    return "I'll write it.\n" + get_protocol(protocol).render_call(
+        "write_to_file", {"path": "src/app.py", "content": content}
+    )
+
+
+def small_calls(protocol: str, count: int) -> str:
+    render = get_protocol(protocol).render_call
+    return "".join(
+        f"Reading file {i}.\n" + render("read_file", {"path": f"src/m{i}.py", "limit": i})
+        for i in range(count)
+    )
+
+
+def throughput(protocol: str, text: str, step: int) -> float:
+    """MB/s of feeding `text` in `step`-character deltas, best of a few runs."""
+    best = float("inf")
+    for _ in range(3):
+        parser = get_protocol(protocol).stream_parser(TOOLS)
+        started = time.perf_counter()
+        for i in range(0, len(text), step):
+            parser.feed(text[i : i + step])
+        parser.finish()
+        best = min(best, time.perf_counter() - started)
+    return len(text.encode()) / best / 1e6
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
+    quick = options.parse_args().quick
+    size = 20_000 if quick else 200_000
+    cases: dict[str, Callable[[str], str]] = {
+        "prose, no calls": lambda _: prose(size),
+        f"{size // 1000} KB write_to_file": lambda p: file_write(p, size),
+        "100 small calls": lambda p: small_calls(p, 100),
+    }
+    print(f"{'protocol':<10} {'input':<24} {'1-char MB/s':>12} {'16-char MB/s':>13}")
+    for protocol in ("json-mix", "morph-xml"):
+        for label, make in cases.items():
+            text = make(protocol)
+            one, sixteen = throughput(protocol, text, 1), throughput(protocol, text, 16)
+            print(f"{protocol:<10} {label:<24} {one:>12.2f} {sixteen:>13.2f}")
+    print("\nscaling (file write, 16-char deltas): seconds for 1x and 10x the input")
+    for protocol in ("json-mix", "morph-xml"):
+        base = file_write(protocol, size // 10)
+        big = file_write(protocol, size)
+        t1 = len(base.encode()) / throughput(protocol, base, 16) / 1e6
+        t10 = len(big.encode()) / throughput(protocol, big, 16) / 1e6
+        print(f"{protocol:<10} 1x {t1:.4f}s  10x {t10:.4f}s  ratio {t10 / t1:.1f} (10 = linear)")
+
+
+if __name__ == "__main__":
+    main()
