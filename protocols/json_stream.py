@@ -219,8 +219,11 @@ class JsonCallLexer:
                 self._scalar = char
             return
         schema = frame.child_schema()
-        combined = schema is not None and any(key in schema for key in _COMBINING_KEYWORDS)
-        if combined and (char in "{[" or not is_string_schema(schema)):
+        if (
+            schema is not None
+            and any(key in schema for key in _COMBINING_KEYWORDS)
+            and (char in "{[" or not is_string_schema(schema))
+        ):
             self._stop()
             return
         if not frame.is_object and frame.members:
