@@ -114,7 +114,7 @@ class Protocol(ABC):
                 offset += len(part.text)
             elif isinstance(part, ThinkStart | ThinkEnd):
                 offset += len(part.tag)
-            elif isinstance(part, ToolCall | ToolCallUnfinished):
+            elif isinstance(part, ToolCall | ToolCallUnfinished) and part.original:
                 end = offset + len(part.original)
                 segments.append(Segment(offset, end, part.original))
                 offset = end

@@ -238,6 +238,8 @@ def _parse_container(value: str, container: type) -> Any:
 def _to_array(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: int) -> Any:
     if value is None:
         return value  # [null] would invent an element
+    if value == "":
+        return []  # an empty XML element: the list has no items
     if isinstance(value, str):
         parsed = _parse_container(value, list)
         value = [value] if parsed is None else parsed
@@ -253,6 +255,8 @@ def _to_array(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: i
 
 
 def _to_object(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: int) -> Any:
+    if value == "":
+        return {}  # an empty XML element: the object has no properties
     if isinstance(value, str):
         parsed = _parse_container(value, dict)
         value = value if parsed is None else parsed

@@ -77,13 +77,11 @@ class JsonMixProtocol(Protocol):
         )
 
     def render_call(self, name: str, arguments: Any) -> str:
-        call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        call = _json_in_tags({"name": name, "arguments": arguments})
         return f"{self.call_start}\n{call}\n{self.call_end}"
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
-        result = json.dumps(
-            {"name": name, "tool_call_id": call_id, "content": content}, ensure_ascii=False
-        )
+        result = _json_in_tags({"name": name, "tool_call_id": call_id, "content": content})
         return f"{self.response_start}\n{result}\n{self.response_end}"
 
     def stream_parser(
@@ -97,6 +95,12 @@ class JsonMixProtocol(Protocol):
         return _JsonMixParser(
             self, tools, on_error=on_error, mode=mode, unknown_tools=unknown_tools
         )
+
+
+def _json_in_tags(value: Any) -> str:
+    """JSON whose strings cannot close the surrounding tag: `</` is written `<\\/`, which
+    JSON reads back as `</`."""
+    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
 
 
 class _JsonMixParser(TagStreamParser):
@@ -137,11 +141,11 @@ class _JsonCall(CallScanner):
             self._absorb(text[scanned : match.start()])
             scanned = match.start()
             tag = match.group()
+            if self._lexer.in_string:
+                continue  # file contents may well mention the tags
             if tag == self._end_tag:
                 self._complete(tag)
                 return text[match.end() :]
-            if self._lexer.in_string:
-                continue
             if tag == self._start_tag:
                 self._complete("")
                 return text[match.start() :]

@@ -102,9 +102,18 @@ def _render_element(key: str, value: Any) -> str:
         items = "".join(_render_element("item", item).rstrip("\n") for item in value)
         return f"<{key}>{items}</{key}>\n"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if f"</{key}>" in text:
-        text = f"{CDATA_START}{text}{CDATA_END}"
-    return f"<{key}>{text}</{key}>\n"
+    return f"<{key}>{_cdata(text) if _needs_cdata(text) else text}</{key}>\n"
+
+
+def _needs_cdata(text: str) -> bool:
+    """Whether a value written raw would not read back the same: markup (which could
+    close a tag or be parsed when nested) or edge whitespace (which the layout trim drops)."""
+    return "<" in text or "&" in text or "]]>" in text or text != text.strip()
+
+
+def _cdata(text: str) -> str:
+    # `]]>` cannot appear inside a section: end the section after `]]` and start a new one.
+    return CDATA_START + text.replace(CDATA_END, "]]" + CDATA_END + CDATA_START + ">") + CDATA_END
 
 
 class _MorphXmlParser(TagStreamParser):
@@ -203,7 +212,8 @@ class _MorphCall(CallScanner):
     def finish(self) -> None:
         body = "".join(self._body)
         original = self._open_tag + body + self._held
-        if arguments_are_complete(body) and self._parse(body, original, streamed_only=True):
+        complete = not self._held and arguments_are_complete(body)
+        if complete and self._parse(body, original, streamed_only=True):
             return
         if self._streamed is not None:
             self._ctx.unfinished_call(self._streamed, original)

@@ -79,7 +79,8 @@ def _read_call(
             try:
                 return call_from_object(value)
             except CallBodyError:
-                continue
+                name = next((value[key] for key in NAME_KEYS if key in value), None)
+                return (name if isinstance(name, str) and name else None), None
         if any(key in value for key in ARGUMENT_KEYS):
             arguments = next(value[key] for key in ARGUMENT_KEYS if key in value)
             if isinstance(arguments, dict):
@@ -90,14 +91,17 @@ def _read_call(
 
 
 def _objects_in(text: str) -> list[dict[str, Any]]:
-    """The first JSON object in `text`: the whole (fence-stripped) text, else the first
-    `{` from which a complete object decodes."""
-    try:
-        value = parse_relaxed_json(strip_code_fence(text.strip()))
-    except RelaxedJSONError:
-        value = None
-    if isinstance(value, dict):
-        return [value]
+    """The first JSON object in `text`: the whole (fence-stripped) text, or the span from
+    its first `{` to its last `}` read relaxed, else the first `{` from which a strict
+    object decodes."""
+    first, last = text.find("{"), text.rfind("}")
+    for candidate in (strip_code_fence(text.strip()), text[first : last + 1]):
+        try:
+            value = parse_relaxed_json(candidate)
+        except RelaxedJSONError:
+            continue
+        if isinstance(value, dict):
+            return [value]
     decoder = json.JSONDecoder()
     start = text.find("{")
     for _ in range(MAX_OBJECT_STARTS):

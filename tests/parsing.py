@@ -1,0 +1,248 @@
+"""Shared helpers for the protocol parser tests: the declared tools, a runner that feeds a
+text to a stream parser in given chunks and collects what comes out, and a checker for the
+parser contract (text blocks, call part sequences, accounting, ids).
+
+>>> result = run("json-mix", 'Hi <tool_call>{"name": "get_time"}</tool_call>', chunks=1)
+>>> result.text, result.call_values
+('Hi ', [('get_time', {})])
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from protocols import (
+    ArgumentsMode,
+    ErrorKind,
+    ParseError,
+    Part,
+    Protocol,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkEnd,
+    ThinkStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolCallUnfinished,
+    ToolSpec,
+    UnknownTools,
+    get_protocol,
+)
+
+PROTOCOL_NAMES = ("json-mix", "morph-xml")
+MODES = (ArgumentsMode.INCREMENTAL, ArgumentsMode.ATOMIC)
+# How a text is fed: whole, one character at a time, and in pieces of five.
+CHUNKINGS = (
+    pytest.param(None, id="whole"),
+    pytest.param(1, id="1-char"),
+    pytest.param(5, id="5-char"),
+)
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+STRING: dict[str, Any] = {"type": "string"}
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("get_weather", "Current weather for a city.", _object(city=STRING, unit=STRING)),
+    ToolSpec("read_file", "Read a file.", _object(path=STRING)),
+    ToolSpec("write_file", "Write a file.", _object(path=STRING, content=STRING)),
+    ToolSpec("search", "Search the web.", _object(query=STRING, limit={"type": "integer"})),
+    ToolSpec("get_time", "The current time.", {"type": "object", "properties": {}}),
+    ToolSpec(
+        "configure",
+        "Set options of every JSON type.",
+        _object(
+            name=STRING,
+            count={"type": "integer"},
+            ratio={"type": "number"},
+            enabled={"type": "boolean"},
+            tags={"type": "array", "items": STRING},
+            sizes={"type": "array", "items": {"type": "integer"}},
+            options=_object(depth={"type": "integer"}, mode=STRING),
+            nested=_object(
+                inner=_object(flag={"type": "boolean"}, values={"type": "array"}),
+            ),
+        ),
+    ),
+)
+
+Chunks = int | Sequence[int] | None
+
+
+def split(text: str, chunks: Chunks = None) -> list[str]:
+    """`text` cut into pieces: None keeps it whole, an int gives pieces of that many
+    characters, a sequence of offsets cuts at each of them."""
+    if chunks is None:
+        return [text]
+    if isinstance(chunks, int):
+        return [text[i : i + chunks] for i in range(0, len(text), chunks)] or [""]
+    cuts = [0, *sorted(set(chunks)), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(cuts) if b > a] or [""]
+
+
+def offsets(pieces: Sequence[str]) -> list[int]:
+    """The cut offsets that split `"".join(pieces)` back into `pieces`."""
+    cuts, total = [], 0
+    for piece in pieces[:-1]:
+        total += len(piece)
+        cuts.append(total)
+    return cuts
+
+
+def fragments(parts: Sequence[Part]) -> str:
+    """The call argument fragments among `parts`, joined."""
+    return "".join(part.arguments for part in parts if isinstance(part, ToolCallDelta))
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one parser run produced."""
+
+    source: str
+    mode: ArgumentsMode
+    parts: list[Part]
+    errors: list[ParseError]
+    # Parts returned by each feed() (finish() last), to check what was released when.
+    batches: list[list[Part]]
+
+    @property
+    def text(self) -> str:
+        """All TextDelta text, in order."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextDelta))
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [part for part in self.parts if isinstance(part, ToolCall)]
+
+    @property
+    def call_values(self) -> list[tuple[str, Any]]:
+        """(name, input) of every complete call."""
+        return [(call.name, call.input) for call in self.calls]
+
+    @property
+    def unfinished(self) -> list[ToolCallUnfinished]:
+        return [part for part in self.parts if isinstance(part, ToolCallUnfinished)]
+
+    @property
+    def error_kinds(self) -> list[ErrorKind]:
+        return [error.kind for error in self.errors]
+
+    @property
+    def reconstructed(self) -> str:
+        """Text, think tags and call originals, in order: must equal `source`."""
+        pieces = []
+        for part in self.parts:
+            if isinstance(part, TextDelta):
+                pieces.append(part.text)
+            elif isinstance(part, ThinkStart | ThinkEnd):
+                pieces.append(part.tag)
+            elif isinstance(part, ToolCall | ToolCallUnfinished):
+                pieces.append(part.original)
+        return "".join(pieces)
+
+    def deltas(self, call_id: str) -> list[str]:
+        """The argument fragments streamed for one call."""
+        return [
+            part.arguments
+            for part in self.parts
+            if isinstance(part, ToolCallDelta) and part.id == call_id
+        ]
+
+    def signature(self) -> tuple[str, list[tuple[str, str, Any, str]], list[ErrorKind]]:
+        """What must not depend on chunking: text, calls (without ids) and error kinds."""
+        calls = [(call.name, call.arguments, call.input, call.original) for call in self.calls]
+        return self.text, calls, self.error_kinds
+
+
+def protocol_of(protocol: str | Protocol) -> Protocol:
+    return get_protocol(protocol) if isinstance(protocol, str) else protocol
+
+
+def run(
+    protocol: str | Protocol,
+    text: str,
+    *,
+    chunks: Chunks = None,
+    mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
+    tools: Sequence[ToolSpec] = TOOLS,
+    unknown_tools: UnknownTools = UnknownTools.CALL,
+) -> Result:
+    """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish."""
+    errors: list[ParseError] = []
+    parser = protocol_of(protocol).stream_parser(
+        tools, on_error=errors.append, mode=mode, unknown_tools=unknown_tools
+    )
+    batches = [parser.feed(piece) for piece in split(text, chunks)]
+    batches.append(parser.finish())
+    parts = [part for batch in batches for part in batch]
+    return Result(text, mode, parts, errors, batches)
+
+
+def check_contract(result: Result) -> None:
+    """Assert the parser contract for one run: nothing lost, well-formed text blocks, call
+    part sequences fitting the mode, arguments that are the JSON of `input`, unique ids."""
+    assert result.reconstructed == result.source
+    _check_text_blocks(result.parts)
+    _check_calls(result)
+
+
+def _check_text_blocks(parts: Sequence[Part]) -> None:
+    open_block: str | None = None
+    seen: set[str] = set()
+    for part in parts:
+        if isinstance(part, TextStart):
+            assert open_block is None, f"text block {part.id} opened inside {open_block}"
+            assert part.id not in seen, f"text block id {part.id} reused"
+            open_block = part.id
+            seen.add(part.id)
+        elif isinstance(part, TextDelta):
+            assert part.id == open_block, f"text delta outside its block: {part}"
+            assert part.text, "empty text delta"
+        elif isinstance(part, TextEnd):
+            assert part.id == open_block, f"text end without its start: {part}"
+            open_block = None
+        elif not isinstance(part, ThinkStart | ThinkEnd):
+            assert open_block is None, f"{type(part).__name__} inside open text block"
+    assert open_block is None, "text block left open after finish()"
+
+
+def _check_calls(result: Result) -> None:
+    ids = [part.id for part in result.parts if isinstance(part, ToolCall | ToolCallUnfinished)]
+    assert len(ids) == len(set(ids)), f"call ids not unique: {ids}"
+    assert all(call_id.startswith("call_") for call_id in ids), ids
+    for call in result.calls:
+        assert json.loads(call.arguments) == call.input, call
+    if result.mode is ArgumentsMode.ATOMIC:
+        streamed = [p for p in result.parts if isinstance(p, ToolCallStart | ToolCallDelta)]
+        assert not streamed, f"incremental parts in atomic mode: {streamed}"
+        assert not result.unfinished, "ToolCallUnfinished in atomic mode"
+        return
+    current: ToolCallStart | None = None
+    fragments: list[str] = []
+    for part in result.parts:
+        if isinstance(part, ToolCallStart):
+            assert current is None, f"call {part.id} started inside call {current}"
+            current, fragments = part, []
+        elif isinstance(part, ToolCallDelta):
+            assert current is not None and part.id == current.id, f"stray delta {part}"
+            fragments.append(part.arguments)
+        elif isinstance(part, ToolCall | ToolCallUnfinished):
+            assert current is not None and part.id == current.id, f"{part} without its start"
+            assert part.name == current.name
+            if isinstance(part, ToolCall):
+                assert "".join(fragments) == part.arguments, (fragments, part.arguments)
+            current = None
+        else:
+            assert current is None, f"{part} inside call {current}"
+    assert current is None, f"call {current} never ended"

@@ -1,0 +1,316 @@
+"""Tests for the Morph-XML stream parser: `<tool><arg>value</arg></tool>` calls for declared
+tools only, open tag variants, schema coercion, byte-exact string values with their layout
+trim, CDATA, cut-off calls, and arguments streamed while a call is still being written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from parsing import CHUNKINGS, MODES, Chunks, check_contract, fragments, offsets, run
+
+from protocols import ArgumentsMode, ErrorKind, ToolCallDelta, ToolCallStart
+
+MORPH_XML = "morph-xml"
+PARIS = {"city": "Paris"}
+WEATHER = ("get_weather", PARIS)
+CALL = "<get_weather><city>Paris</city></get_weather>"
+
+Calls = list[tuple[str, Any]]
+
+
+def _write_file(content: str) -> str:
+    return f"<write_file><path>a.txt</path><content>{content}</content></write_file>"
+
+
+@pytest.mark.parametrize(
+    ("source", "text", "calls"),
+    [
+        pytest.param(CALL, "", [WEATHER], id="one-call"),
+        pytest.param(
+            "Checking. " + CALL + " Done.", "Checking.  Done.", [WEATHER], id="text-around"
+        ),
+        pytest.param(
+            CALL + "\nthen\n<read_file>\n  <path>a.py</path>\n</read_file>",
+            "\nthen\n",
+            [WEATHER, ("read_file", {"path": "a.py"})],
+            id="two-calls-with-layout",
+        ),
+        pytest.param(
+            '<search id="1"><query>x</query></search>',
+            "",
+            [("search", {"query": "x"})],
+            id="attribute-on-open-tag",
+        ),
+        pytest.param(
+            "<search ><query>x</query></search>",
+            "",
+            [("search", {"query": "x"})],
+            id="space-before-open-tag-end",
+        ),
+        pytest.param(
+            '<search\n  id="1"\n><query>x</query></search >',
+            "",
+            [("search", {"query": "x"})],
+            id="newlines-in-open-and-close-tag",
+        ),
+        pytest.param("<get_time/>", "", [("get_time", {})], id="self-closing"),
+        pytest.param("<get_time />", "", [("get_time", {})], id="self-closing-with-space"),
+        pytest.param("<get_time></get_time>", "", [("get_time", {})], id="empty-element"),
+        pytest.param(
+            "Time: <get_time/> and weather: " + CALL,
+            "Time:  and weather: ",
+            [("get_time", {}), WEATHER],
+            id="self-closing-then-call",
+        ),
+        pytest.param(
+            "<get_weather><city>東京 😀 e\u0301</city></get_weather>",
+            "",
+            [("get_weather", {"city": "東京 😀 e\u0301"})],
+            id="unicode-value",
+        ),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_call_forms_become_calls(
+    source: str, text: str, calls: Calls, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, source, chunks=chunks, mode=mode)
+    assert result.call_values == calls
+    assert result.text == text
+    assert result.errors == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("<div>Hello</div>", id="html"),
+        pytest.param("<launch_rocket><when>now</when></launch_rocket>", id="undeclared-tool"),
+        pytest.param("<get_weatherly><city>x</city></get_weatherly>", id="declared-name-prefix"),
+        pytest.param("<city>Paris</city>", id="argument-tag-alone"),
+        pytest.param("</get_weather> stray close", id="stray-close-tag"),
+        pytest.param("a < b and <read_filex>", id="near-miss"),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_only_declared_tool_names_open_calls(
+    source: str, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, source, chunks=chunks, mode=mode)
+    assert result.calls == []
+    assert result.text == source
+    assert result.errors == []
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        pytest.param("<count>3</count>", {"count": 3}, id="integer"),
+        pytest.param("<count> -7 </count>", {"count": -7}, id="integer-with-spaces"),
+        pytest.param("<ratio>1.5</ratio>", {"ratio": 1.5}, id="number"),
+        pytest.param("<enabled>true</enabled>", {"enabled": True}, id="boolean-true"),
+        pytest.param("<enabled>false</enabled>", {"enabled": False}, id="boolean-false"),
+        pytest.param("<name>007</name>", {"name": "007"}, id="numeric-looking-string"),
+        pytest.param(
+            "<tags>a</tags><tags>b</tags>", {"tags": ["a", "b"]}, id="repeated-tags-to-array"
+        ),
+        pytest.param(
+            "<sizes><item>1</item><item>2</item></sizes>", {"sizes": [1, 2]}, id="item-list"
+        ),
+        pytest.param("<tags><item>solo</item></tags>", {"tags": ["solo"]}, id="one-item-list"),
+        pytest.param(
+            "<options><depth>2</depth><mode>fast</mode></options>",
+            {"options": {"depth": 2, "mode": "fast"}},
+            id="object",
+        ),
+        pytest.param(
+            "<nested><inner><flag>true</flag><values><item>1</item><item>x</item></values>"
+            "</inner></nested>",
+            {"nested": {"inner": {"flag": True, "values": [1, "x"]}}},
+            id="nested-object-with-list",
+        ),
+        pytest.param(
+            "<name>n</name>\n<count>2</count>\n<ratio>0.25</ratio>\n<enabled>true</enabled>",
+            {"name": "n", "count": 2, "ratio": 0.25, "enabled": True},
+            id="several-arguments-with-layout",
+        ),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_values_are_coerced_by_the_schema(
+    body: str, arguments: dict[str, Any], mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, f"<configure>{body}</configure>", chunks=chunks, mode=mode)
+    assert result.call_values == [("configure", arguments)]
+    assert result.errors == []
+    check_contract(result)
+
+
+@pytest.mark.parametrize(
+    ("raw", "content"),
+    [
+        pytest.param(
+            "if a < b && c > d: print('<div>')", "if a < b && c > d: print('<div>')", id="lt-amp"
+        ),
+        pytest.param(
+            "&amp; &lt; &#60; &unknown;", "&amp; &lt; &#60; &unknown;", id="entities-kept"
+        ),
+        pytest.param("<div class='x'>hi</div>", "<div class='x'>hi</div>", id="html-markup"),
+        pytest.param("<content>inner</content>", "<content>inner</content>", id="same-name-tag"),
+        pytest.param(
+            "<write_file>x</write_file> <write_file/>",
+            "<write_file>x</write_file> <write_file/>",
+            id="nested-tool-tags-balanced",
+        ),
+        pytest.param("x <!-- note --> y", "x <!-- note --> y", id="comment-kept"),
+        pytest.param("  one line  ", "one line", id="one-line-stripped"),
+        pytest.param(
+            "\n    first\n    second\n  ", "    first\n    second\n", id="multi-line-layout-trimmed"
+        ),
+        pytest.param("first\n  second", "first\n  second", id="multi-line-no-layout"),
+        pytest.param("<![CDATA[  kept  ]]>", "  kept  ", id="cdata-markers-removed"),
+        pytest.param("\n  <![CDATA[a < b]]>\n", "a < b", id="layout-around-cdata-dropped"),
+        pytest.param(
+            "<![CDATA[</content></write_file>]]>",
+            "</content></write_file>",
+            id="cdata-holding-closing-tags",
+        ),
+        pytest.param("<![CDATA[a]]> and <![CDATA[b]]>", "a and b", id="two-cdata-sections"),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_string_values_are_raw_text_with_layout_trimmed(
+    raw: str, content: str, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, _write_file(raw), chunks=chunks, mode=mode)
+    assert result.call_values == [("write_file", {"path": "a.txt", "content": content})]
+    assert result.text == ""
+    assert result.errors == []
+    check_contract(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tags_split_at_every_position_are_recognised(mode: ArgumentsMode) -> None:
+    source = 'Hi <search id="1"><query>a < b</query><limit>5</limit></search> bye <get_time/>'
+    for cut in range(len(source) + 1):
+        result = run(MORPH_XML, source, chunks=[cut], mode=mode)
+        assert result.call_values == [("search", {"query": "a < b", "limit": 5}), ("get_time", {})]
+        assert result.text == "Hi  bye ", cut
+
+
+DUPLICATE_PATH = "<write_file><path>a</path><path>b</path><content>x</content></write_file>"
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_two_tags_for_one_string_property_are_text_with_an_error(chunks: Chunks) -> None:
+    result = run(MORPH_XML, DUPLICATE_PATH, chunks=chunks, mode=ArgumentsMode.ATOMIC)
+    assert result.calls == []
+    assert result.text == DUPLICATE_PATH
+    assert result.error_kinds == [ErrorKind.DUPLICATE_STRING_TAG]
+
+
+def test_two_tags_for_one_string_property_after_streaming_still_report_the_error() -> None:
+    result = run(MORPH_XML, DUPLICATE_PATH, chunks=1)
+    assert result.error_kinds == [ErrorKind.DUPLICATE_STRING_TAG]
+    check_contract(result)
+
+
+@pytest.mark.parametrize(
+    ("source", "calls"),
+    [
+        pytest.param("<search><query>x</query>", [("search", {"query": "x"})], id="no-close-tag"),
+        pytest.param(
+            "<search><query>x</query>\n  <limit>3</limit>\n",
+            [("search", {"query": "x", "limit": 3})],
+            id="no-close-tag-trailing-layout",
+        ),
+        pytest.param("<get_time>", [("get_time", {})], id="open-tag-only-no-arguments"),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_unclosed_call_with_a_complete_body_is_a_call(
+    source: str, calls: Calls, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, source, chunks=chunks, mode=mode)
+    assert result.call_values == calls
+    assert result.text == ""
+    assert result.errors == []
+    check_contract(result)
+
+
+INCOMPLETE_BODIES = [
+    pytest.param("<search><query>x</query><limit>5", id="argument-unclosed"),
+    pytest.param("<search><query>half a que", id="string-argument-unclosed"),
+    pytest.param("<search><query>x</query><lim", id="cut-inside-argument-tag"),
+    pytest.param("<write_file><content><![CDATA[abc</content>", id="cdata-unclosed"),
+]
+
+
+@pytest.mark.parametrize("source", INCOMPLETE_BODIES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_unclosed_call_with_an_incomplete_body_is_text_in_atomic_mode(
+    source: str, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, "Sure. " + source, chunks=chunks, mode=ArgumentsMode.ATOMIC)
+    assert result.calls == []
+    assert result.text == "Sure. " + source
+    assert result.error_kinds == [ErrorKind.UNFINISHED_CALL]
+
+
+@pytest.mark.parametrize("source", INCOMPLETE_BODIES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_unclosed_call_with_an_incomplete_body_is_unfinished_in_incremental_mode(
+    source: str, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, "Sure. " + source, chunks=chunks)
+    assert result.calls == []
+    assert result.text == "Sure. "
+    assert [(call.name, call.original) for call in result.unfinished] == [
+        (source.split(">")[0].removeprefix("<"), source)
+    ]
+    assert result.error_kinds == [ErrorKind.UNFINISHED_CALL]
+    check_contract(result)
+
+
+def test_string_argument_streams_before_its_tag_closes() -> None:
+    pieces = [
+        "<search><query>\nline one\n",
+        "line two\n",
+        "line three\n",
+        "</query><limit>",
+        "5",
+        "</limit>",
+        "</search>",
+    ]
+    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces))
+    batches = [fragments(batch) for batch in result.batches]
+    assert isinstance(result.batches[0][0], ToolCallStart)
+    # Before `</query>` arrives, the text so far has been sent, over several feeds.
+    before_close = batches[:3]
+    assert "line one\\nline two\\nline three" in "".join(before_close)
+    assert sum("line" in batch for batch in before_close) >= 2
+    # The integer is only sent once its tag closes; nothing flows for the bare "5".
+    assert batches[4] == ""
+    assert batches[5] == "5"
+    [call] = result.calls
+    assert call.input == {"query": "line one\nline two\nline three\n", "limit": 5}
+    assert "".join(batches) == call.arguments
+    check_contract(result)
+
+
+def test_large_content_streams_in_manyfragments() -> None:
+    content = "".join(f"line {i}: if a < b && c > d: print('<div>') é 😀\n" for i in range(4500))
+    assert len(content) > 200_000
+    result = run(MORPH_XML, _write_file("\n" + content), chunks=997)
+    [call] = result.calls
+    assert call.input == {"path": "a.txt", "content": content}
+    batches_with_fragments = [
+        batch for batch in result.batches if any(isinstance(p, ToolCallDelta) for p in batch)
+    ]
+    assert len(batches_with_fragments) > 200
+    check_contract(result)

@@ -1,0 +1,173 @@
+"""Tests for what the protocols write into the prompt: tool declarations with one example
+call, earlier calls that parse back to the same arguments, and tool results tied to their
+call's name and id."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from parsing import MODES, PROTOCOL_NAMES, TOOLS, protocol_of, run
+
+from protocols import ArgumentsMode, ToolCall, ToolSpec, get_protocol
+
+ONE_CALL_ONLY = re.compile(r"\b(at most|only|exactly) one\b|\ba single\b", re.IGNORECASE)
+
+
+def _schema_texts(schema: dict[str, Any]) -> tuple[str, str]:
+    return json.dumps(schema, ensure_ascii=False), json.dumps(
+        schema, ensure_ascii=False, separators=(",", ":")
+    )
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_render_tools_declares_every_tool_with_its_schema(protocol: str) -> None:
+    text = get_protocol(protocol).render_tools(TOOLS)
+    for tool in TOOLS:
+        assert tool.name in text
+        assert tool.description in text
+        assert any(schema in text for schema in _schema_texts(tool.parameters)), tool.name
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("first", [0, 3, 5], ids=lambda index: TOOLS[index].name)
+def test_render_tools_shows_exactly_one_example_call_in_its_own_format(
+    protocol: str, first: int
+) -> None:
+    tools = [TOOLS[first], *TOOLS[:first], *TOOLS[first + 1 :]]
+    prompt = get_protocol(protocol).render_tools(tools)
+    calls = [
+        part for part in get_protocol(protocol).parse(prompt, tools) if isinstance(part, ToolCall)
+    ]
+    assert [call.name for call in calls] == [tools[0].name]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_single_call_asks_for_one_call(protocol: str) -> None:
+    renderer = get_protocol(protocol)
+    assert ONE_CALL_ONLY.search(renderer.render_tools(TOOLS, single_call=True))
+    assert not ONE_CALL_ONLY.search(renderer.render_tools(TOOLS))
+
+
+CONTENTS = [
+    pytest.param("if a < b && c > d: x = '&amp;'", id="lt-amp-entity"),
+    pytest.param("<div class='x'>hi</div>", id="html"),
+    pytest.param("def f():\n    return 1\n", id="newlines"),
+    pytest.param("see </write_file> here", id="tool-closing-tag"),
+    pytest.param("see </content> here", id="argument-closing-tag"),
+    pytest.param("x </content> y </write_file> z", id="both-closing-tags"),
+    pytest.param("see </tool_call> here", id="json-mix-end-tag"),
+    pytest.param('<tool_call>{"name": "x"}</tool_call>', id="json-mix-call"),
+    pytest.param("<![CDATA[x]]> and ]]>", id="cdata-markers"),
+    pytest.param('quotes " and \\ backslash', id="quote-backslash"),
+    pytest.param("東京 😀 e\u0301", id="unicode"),
+    pytest.param("  padded  ", id="edge-spaces"),
+    pytest.param("\nstarts with a blank line\n", id="leading-newline"),
+    pytest.param("", id="empty"),
+]
+
+
+@pytest.mark.parametrize("content", CONTENTS)
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_rendered_call_with_string_content_parses_back(protocol: str, content: str) -> None:
+    arguments = {"path": "notes.md", "content": content}
+    _assert_round_trip(protocol, "write_file", arguments)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        pytest.param("get_weather", {"city": "Paris"}, id="one-string"),
+        pytest.param("get_time", {}, id="no-arguments"),
+        pytest.param("search", {"query": "x", "limit": 10}, id="string-and-integer"),
+        pytest.param(
+            "configure",
+            {
+                "name": "n",
+                "count": -3,
+                "ratio": 2.5,
+                "enabled": False,
+                "tags": ["a", "b"],
+                "sizes": [1, 2, 3],
+                "options": {"depth": 2, "mode": "fast"},
+                "nested": {"inner": {"flag": True, "values": [1, "two"]}},
+            },
+            id="every-json-type",
+        ),
+        pytest.param("configure", {"tags": ["only"]}, id="one-item-list"),
+        pytest.param("configure", {"tags": []}, id="empty-list"),
+        pytest.param("configure", {"options": {"mode": "x<y & z"}}, id="nested-string-markup"),
+    ],
+)
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_rendered_call_parses_back_to_the_same_arguments(
+    protocol: str, name: str, arguments: dict[str, Any]
+) -> None:
+    _assert_round_trip(protocol, name, arguments)
+
+
+@settings(max_examples=150, deadline=None)
+@given(content=st.text(max_size=60), protocol=st.sampled_from(PROTOCOL_NAMES))
+def test_any_rendered_string_argument_parses_back(content: str, protocol: str) -> None:
+    _assert_round_trip(protocol, "write_file", {"path": "p", "content": content})
+
+
+def _assert_round_trip(protocol: str, name: str, arguments: dict[str, Any]) -> None:
+    text = protocol_of(protocol).render_call(name, arguments)
+    for mode in MODES:
+        for chunks in (None, 1):
+            result = run(protocol, text, chunks=chunks, mode=mode)
+            assert result.call_values == [(name, arguments)], (mode, chunks, text)
+            assert result.text.strip() == ""
+            assert result.errors == []
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_rendered_history_call_in_atomic_parse_keeps_text_around(protocol: str) -> None:
+    call = get_protocol(protocol).render_call("get_weather", {"city": "Paris"})
+    result = run(protocol, "Let me check.\n" + call + "\nDone.", mode=ArgumentsMode.ATOMIC)
+    assert result.call_values == [("get_weather", {"city": "Paris"})]
+    assert result.text == "Let me check.\n\nDone."
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_render_result_names_the_tool_call_id_and_content(protocol: str) -> None:
+    text = get_protocol(protocol).render_result("get_weather", "call_abc123", "sunny, 20 C")
+    assert "get_weather" in text
+    assert "call_abc123" in text
+    assert "sunny, 20 C" in text
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param("sunny", id="plain"),
+        pytest.param('line 1\nline "2" \\ <b>', id="needs-escaping"),
+    ],
+)
+def test_json_mix_result_is_a_tool_response_block_holding_the_content(content: str) -> None:
+    text = get_protocol("json-mix").render_result("get_weather", "call_1", content)
+    assert text.startswith("<tool_response>")
+    assert text.endswith("</tool_response>")
+    inner = text.removeprefix("<tool_response>").removesuffix("</tool_response>")
+    assert content in json.loads(inner).values()
+
+
+def test_tools_are_built_from_openai_tool_entries() -> None:
+    tool = ToolSpec.from_openai(
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    )
+    assert tool == ToolSpec(
+        "get_weather", "Weather.", {"type": "object", "properties": {"city": {"type": "string"}}}
+    )

@@ -1,0 +1,417 @@
+"""The parser contract, for both protocols: nothing lost, the same calls and text for any
+chunking, well-formed part sequences in both argument modes, no exceptions on any text,
+text released as soon as it cannot become a tag, think blocks never parsed for calls,
+linear work on long outputs, and call segments that point into the text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from parsing import (
+    CHUNKINGS,
+    MODES,
+    PROTOCOL_NAMES,
+    TOOLS,
+    Chunks,
+    check_contract,
+    run,
+)
+
+from protocols import (
+    ArgumentsMode,
+    TextDelta,
+    ThinkEnd,
+    ThinkStart,
+    ToolCall,
+    get_protocol,
+)
+
+JSON_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+XML_CALL = "<get_weather><city>Paris</city></get_weather>"
+
+# Outputs of every shape each protocol meets, by name: well-formed ones (calls and text that
+# parse without an error in either mode) and broken or cut-off ones.
+WELL_FORMED: dict[str, dict[str, str]] = {
+    "json-mix": {
+        "plain-text": "Just text, no calls at all. a < b > c",
+        "calls-amid-text": "Before " + JSON_CALL + " between " + JSON_CALL + " after",
+        "layout": '<tool_call>\n{"name": "search", "arguments": {"query": "x", "limit": 3}}\n'
+        "</tool_call>",
+        "relaxed": "<tool_call>{'name': 'read_file', arguments: {path: 'a.py',},}</tool_call>",
+        "array": '<tool_call>[{"name": "get_time"}, {"name": "read_file", "arguments": "{}"}]'
+        "</tool_call>",
+        "two-objects": '<tool_call>{"name": "get_time"}\n{"name": "get_time"}</tool_call>',
+        "fence": '<tool_call>```json\n{"name": "get_time"}\n```</tool_call>',
+        "wrong-close": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+        "</tool_response>",
+        "second-start": '<tool_call>{"name": "get_time"}\n' + JSON_CALL,
+        "escapes": '<tool_call>{"name": "write_file", "arguments": {"path": "a", "content":'
+        ' "<tool_call> \\"q\\" \\u00e9 \\ud83d\\ude00"}}</tool_call>',
+        "unknown-tool": '<tool_call>{"name": "launch_rocket", "arguments": {"when": "now"}}'
+        "</tool_call>",
+        "think": "<think>maybe " + JSON_CALL + "</think>" + JSON_CALL,
+        "think-unclosed": "<think>never closed " + JSON_CALL,
+        "no-end-tag": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        "partial-tag-at-end": "Hello <tool_",
+        "unicode": '東京 😀 e\u0301 <tool_call>{"name": "get_weather", "arguments":'
+        ' {"city": "東京"}}</tool_call> 😀',
+    },
+    "morph-xml": {
+        "plain-text": "Just text, no calls at all. a < b > c <div>x</div>",
+        "calls-amid-text": "Before " + XML_CALL + " between " + XML_CALL + " after",
+        "layout": '<search id="1">\n  <query>a < b & c</query>\n  <limit>3</limit>\n</search>',
+        "empty-calls": "<get_time/> <get_time /> <get_time></get_time>",
+        "coerced": "<configure><count>3</count><tags>a</tags><tags>b</tags><sizes><item>1</item>"
+        "<item>2</item></sizes><options><depth>1</depth></options></configure>",
+        "cdata": "<write_file><path>a</path><content><![CDATA[x </write_file> y]]></content>"
+        "</write_file>",
+        "nested-same-name": "<write_file><path>a</path><content><write_file>in</write_file>"
+        "</content></write_file>",
+        "multi-line": "<write_file><path>a</path><content>\n  line 1\n  line 2\n  </content>"
+        "</write_file>",
+        "think": "<think>maybe " + XML_CALL + "</think>" + XML_CALL,
+        "think-unclosed": "<think>never closed " + XML_CALL,
+        "no-end-tag": "<search><query>x</query>",
+        "partial-tag-at-end": "Use <read_fi",
+        "undeclared-tool": "<launch_rocket><when>now</when></launch_rocket>",
+        "unicode": "東京 😀 e\u0301 <get_weather><city>東京 😀</city></get_weather> 😀",
+    },
+}
+BROKEN: dict[str, dict[str, str]] = {
+    "json-mix": {
+        "not-json": "<tool_call>not json</tool_call> then text",
+        "bad-value": '<tool_call>{"name": "get_weather", "arguments": {"city": ]]]}</tool_call>',
+        "duplicate-keys": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris",'
+        ' "city": "Rome"}}</tool_call>',
+        "cut-off": '<tool_call>{"name": "get_weather", "arguments": {"city": "Par',
+        "cut-off-before-name": '<tool_call>{"na',
+    },
+    "morph-xml": {
+        "duplicate-string-tag": "<write_file><path>a</path><path>b</path></write_file>",
+        "cut-off-argument": "<search><query>x</query><limit>5",
+        "cut-off-string": "<write_file><content>half written",
+        "cut-off-cdata": "<write_file><content><![CDATA[abc</content>",
+    },
+}
+CORPUS: dict[str, list[str]] = {
+    protocol: [*WELL_FORMED[protocol].values(), *BROKEN[protocol].values()]
+    for protocol in PROTOCOL_NAMES
+}
+
+
+def _cases(*groups: dict[str, dict[str, str]]) -> list[Any]:
+    return [
+        pytest.param(protocol, text, id=f"{protocol}-{name}")
+        for group in groups
+        for protocol, texts in group.items()
+        for name, text in texts.items()
+    ]
+
+
+CASES = _cases(WELL_FORMED, BROKEN)
+
+
+@pytest.mark.parametrize(("protocol", "source"), CASES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_contract_holds_for_every_output_shape(
+    protocol: str, source: str, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    check_contract(run(protocol, source, chunks=chunks, mode=mode))
+
+
+@pytest.mark.parametrize(("protocol", "source"), CASES)
+@pytest.mark.parametrize("mode", MODES)
+def test_one_char_chunks_give_the_same_calls_and_text_as_one_piece(
+    protocol: str, source: str, mode: ArgumentsMode
+) -> None:
+    whole = run(protocol, source, mode=mode)
+    assert run(protocol, source, chunks=1, mode=mode).signature() == whole.signature()
+
+
+@pytest.mark.parametrize(("protocol", "source"), CASES)
+def test_parse_is_the_atomic_stream_parser(protocol: str, source: str) -> None:
+    parts = get_protocol(protocol).parse(source, TOOLS)
+    atomic = run(protocol, source, mode=ArgumentsMode.ATOMIC)
+    assert [_without_ids(part) for part in parts] == [_without_ids(p) for p in atomic.parts]
+
+
+@pytest.mark.parametrize(("protocol", "source"), _cases(WELL_FORMED))
+def test_both_modes_agree_on_well_formed_outputs(protocol: str, source: str) -> None:
+    atomic = run(protocol, source, mode=ArgumentsMode.ATOMIC)
+    incremental = run(protocol, source)
+    assert atomic.errors == incremental.errors == []
+    assert incremental.call_values == atomic.call_values
+    assert incremental.text == atomic.text
+
+
+def _without_ids(part: Any) -> Any:
+    if isinstance(part, ToolCall):
+        return (part.name, part.arguments, part.input, part.original)
+    return part
+
+
+@st.composite
+def corpus_with_cuts(draw: st.DrawFn) -> tuple[str, str, list[int]]:
+    protocol = draw(st.sampled_from(PROTOCOL_NAMES))
+    source = draw(st.sampled_from(CORPUS[protocol]))
+    cuts = draw(st.lists(st.integers(0, len(source)), max_size=12))
+    return protocol, source, cuts
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=corpus_with_cuts(), mode=st.sampled_from(MODES))
+def test_random_chunking_gives_the_same_calls_and_text(
+    case: tuple[str, str, list[int]], mode: ArgumentsMode
+) -> None:
+    protocol, source, cuts = case
+    chunked = run(protocol, source, chunks=cuts, mode=mode)
+    check_contract(chunked)
+    assert chunked.signature() == run(protocol, source, mode=mode).signature()
+
+
+FRAGMENTS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_",
+    "</tool_response>",
+    "</function>",
+    "{",
+    "}",
+    "[",
+    "]",
+    '"name"',
+    '"arguments"',
+    ": ",
+    ", ",
+    '"get_weather"',
+    '"city"',
+    '"',
+    "\\",
+    "'",
+    "True",
+    "12",
+    "```json\n",
+    "```",
+    "<think>",
+    "</think>",
+    "<get_weather>",
+    "</get_weather>",
+    "<city>",
+    "</city>",
+    "<write_file>",
+    "</write_file>",
+    "<content>",
+    "</content>",
+    "<get_time/>",
+    '<search id="1">',
+    "<item>",
+    "<![CDATA[",
+    "]]>",
+    "<",
+    "</",
+    ">",
+    "&",
+    " ",
+    "\n",
+    "Paris",
+    "漢字",
+    "😀",
+    "e\u0301",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pieces=st.lists(st.sampled_from(FRAGMENTS), max_size=40),
+    cuts=st.lists(st.integers(0, 400), max_size=10),
+    protocol=st.sampled_from(PROTOCOL_NAMES),
+    mode=st.sampled_from(MODES),
+)
+def test_text_built_from_tag_fragments_keeps_the_contract_for_any_chunking(
+    pieces: list[str], cuts: list[int], protocol: str, mode: ArgumentsMode
+) -> None:
+    source = "".join(pieces)
+    cuts = [cut for cut in cuts if cut <= len(source)]
+    chunked = run(protocol, source, chunks=cuts, mode=mode)
+    check_contract(chunked)
+    assert chunked.signature() == run(protocol, source, mode=mode).signature()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    source=st.text(max_size=300),
+    chunk=st.integers(1, 8),
+    protocol=st.sampled_from(PROTOCOL_NAMES),
+    mode=st.sampled_from(MODES),
+)
+def test_arbitrary_text_never_raises_and_loses_nothing(
+    source: str, chunk: int, protocol: str, mode: ArgumentsMode
+) -> None:
+    check_contract(run(protocol, source, chunks=chunk, mode=mode))
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arguments=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5),
+    ascii_only=st.booleans(),
+    cuts=st.lists(st.integers(0, 2000), max_size=10),
+    mode=st.sampled_from(MODES),
+)
+def test_any_json_arguments_arrive_unchanged_for_any_chunking(
+    arguments: dict[str, Any], ascii_only: bool, cuts: list[int], mode: ArgumentsMode
+) -> None:
+    body = json.dumps({"name": "configure", "arguments": arguments}, ensure_ascii=ascii_only)
+    source = f"<tool_call>{body}</tool_call>"
+    result = run("json-mix", source, chunks=cuts, mode=mode)
+    check_contract(result)
+    assert result.call_values == [("configure", arguments)]
+    assert result.text == ""
+
+
+@pytest.mark.parametrize(
+    ("protocol", "fed", "released"),
+    [
+        pytest.param("json-mix", "Hello <tool_", "Hello ", id="json-mix-partial-start-tag"),
+        pytest.param("json-mix", "Hello <", "Hello ", id="json-mix-lone-lt-at-end"),
+        pytest.param("json-mix", "a < b and c", "a < b and c", id="json-mix-lt-in-prose"),
+        pytest.param("json-mix", "x <tool_cal", "x ", id="json-mix-all-but-last-char"),
+        pytest.param("json-mix", "x <tool-call>", "x <tool-call>", id="json-mix-other-tag"),
+        pytest.param("json-mix", "x </tool_call>", "x </tool_call>", id="json-mix-stray-end"),
+        pytest.param("json-mix", "I think <thi", "I think ", id="json-mix-partial-think"),
+        pytest.param("morph-xml", "<div>Hello</div>", "<div>Hello</div>", id="morph-xml-html"),
+        pytest.param("morph-xml", "Use <read_fi", "Use ", id="morph-xml-partial-tool-name"),
+        pytest.param("morph-xml", "Use <read_file", "Use ", id="morph-xml-name-without-gt"),
+        pytest.param("morph-xml", 'Use <search id="', "Use ", id="morph-xml-open-attributes"),
+        pytest.param("morph-xml", "a < b", "a < b", id="morph-xml-lt-in-prose"),
+        pytest.param("morph-xml", "<read_filex", "<read_filex", id="morph-xml-longer-name"),
+        pytest.param("morph-xml", "x <rea", "x ", id="morph-xml-short-prefix"),
+        pytest.param("morph-xml", "x <div", "x <div", id="morph-xml-undeclared-prefix"),
+    ],
+)
+def test_text_is_released_at_once_except_a_possible_open_tag(
+    protocol: str, fed: str, released: str
+) -> None:
+    parser = get_protocol(protocol).stream_parser(TOOLS)
+    assert _text(parser.feed(fed)) == released
+    assert _text(parser.finish()) == fed[len(released) :]
+
+
+def _text(parts: list[Any]) -> str:
+    return "".join(part.text for part in parts if isinstance(part, TextDelta))
+
+
+@pytest.mark.parametrize(("protocol", "call"), [("json-mix", JSON_CALL), ("morph-xml", XML_CALL)])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_calls_inside_think_blocks_stay_text(
+    protocol: str, call: str, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    source = f"<think>I could write {call} here.</think>Now: {call}"
+    result = run(protocol, source, chunks=chunks, mode=mode)
+    assert result.call_values == [("get_weather", {"city": "Paris"})]
+    assert result.text == f"I could write {call} here.Now: "
+    markers = [p for p in result.parts if isinstance(p, ThinkStart | ThinkEnd)]
+    assert markers == [ThinkStart("<think>"), ThinkEnd("</think>")]
+    check_contract(result)
+
+
+@pytest.mark.parametrize(("protocol", "call"), [("json-mix", JSON_CALL), ("morph-xml", XML_CALL)])
+def test_unclosed_think_block_ends_with_an_empty_think_end(protocol: str, call: str) -> None:
+    result = run(protocol, f"<think>still thinking {call}", chunks=1)
+    assert result.calls == []
+    assert result.text == f"still thinking {call}"
+    markers = [p for p in result.parts if isinstance(p, ThinkStart | ThinkEnd)]
+    assert markers == [ThinkStart("<think>"), ThinkEnd("")]
+    check_contract(result)
+
+
+def _big_call(protocol: str) -> tuple[str, dict[str, Any]]:
+    content = "".join(f'row {i}: a < b && "quoted" \\ é 😀\n' for i in range(7000))
+    assert len(content) > 200_000
+    arguments = {"path": "big.txt", "content": content}
+    return get_protocol(protocol).render_call("write_file", arguments), arguments
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_200kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: ArgumentsMode) -> None:
+    source, arguments = _big_call(protocol)
+    result = run(protocol, source, chunks=1, mode=mode)
+    assert result.call_values == [("write_file", arguments)]
+    check_contract(result)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "source"),
+    [
+        pytest.param("json-mix", "<" * 100_000, id="json-mix-many-lt"),
+        pytest.param("json-mix", "<think>" + "x" * 100_000, id="json-mix-long-think"),
+        pytest.param(
+            "json-mix",
+            '<tool_call>{"name": "get_time"} </' + "a" * 100_000,
+            id="json-mix-open-close",
+        ),
+        pytest.param("json-mix", "<tool_call>" + "no json " * 12_500, id="json-mix-long-bad-body"),
+        pytest.param("morph-xml", "<search " + "x" * 100_000, id="morph-xml-long-open-tag"),
+        pytest.param(
+            "morph-xml", "<write_file><content>" + "< " * 50_000, id="morph-xml-many-lt-in-value"
+        ),
+        pytest.param(
+            "morph-xml", "<configure><options>" + "<a>" * 30_000, id="morph-xml-deep-object"
+        ),
+    ],
+)
+def test_long_pathological_outputs_fed_one_char_at_a_time_complete(
+    protocol: str, source: str
+) -> None:
+    check_contract(run(protocol, source, chunks=1))
+
+
+@pytest.mark.parametrize(("protocol", "source"), CASES)
+def test_segments_are_non_empty_call_texts_at_their_offsets(protocol: str, source: str) -> None:
+    segments = get_protocol(protocol).extract_tool_call_segments(source, TOOLS)
+    calls = run(protocol, source, mode=ArgumentsMode.ATOMIC).calls
+    assert all(segment.text for segment in segments), segments
+    assert "".join(s.text for s in segments) == "".join(c.original for c in calls)
+    for segment in segments:
+        assert source[segment.start : segment.end] == segment.text
+
+
+def test_segments_of_a_text_with_two_calls() -> None:
+    source = "ab" + XML_CALL + "cd" + XML_CALL
+    segments = get_protocol("morph-xml").extract_tool_call_segments(source, TOOLS)
+    first = 2
+    second = first + len(XML_CALL) + 2
+    assert [(s.start, s.end) for s in segments] == [
+        (first, first + len(XML_CALL)),
+        (second, second + len(XML_CALL)),
+    ]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("mode", MODES)
+def test_call_ids_are_unique_across_many_calls(protocol: str, mode: ArgumentsMode) -> None:
+    call = JSON_CALL if protocol == "json-mix" else XML_CALL
+    result = run(protocol, call * 50, chunks=7, mode=mode)
+    ids = [c.id for c in result.calls]
+    assert len(ids) == 50
+    assert len(set(ids)) == 50
+    assert all(call_id.startswith("call_") for call_id in ids)
