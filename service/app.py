@@ -1,0 +1,107 @@
+"""The FastAPI app: routes and lifespan only. The one shared upstream client is opened and
+closed in the lifespan; every route hands its request to the module that does the work."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from protocols import get_protocol
+
+from .auth import ClientKeys
+from .completions import create_completion
+from .context import ProxyContext
+from .errors import UPSTREAM_ERROR, error_body, install_error_handlers
+from .observer import CompletionObserver
+from .passthrough import forward, list_models, upstream_ready
+from .routing import Router, Target, load_routes
+from .settings import DEMO_MOUNT_PATH, Settings
+from .upstream import Upstream, build_client
+
+FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def build_router(settings: Settings) -> Router:
+    """The model router: the default upstream plus the routes file's routes, if any."""
+    default = Target(
+        base_url=settings.effective_upstream_url,
+        model=None,
+        protocol_name=settings.tool_protocol,
+        api_key=settings.upstream_api_key,
+    )
+    routes = {} if settings.routes_file is None else load_routes(settings.routes_file, default)
+    return Router(default, routes)
+
+
+def create_app(settings: Settings, observer: CompletionObserver | None = None) -> FastAPI:
+    """The proxy as an ASGI app. Raises `RoutesFileError` for a bad routes file.
+
+    >>> uvicorn.run(create_app(Settings(upstream_base_url="http://127.0.0.1:8001/v1")))
+    """
+    router = build_router(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        client = build_client(
+            connect_timeout=settings.upstream_connect_timeout,
+            read_timeout=settings.upstream_read_timeout,
+            max_connections=settings.upstream_max_connections,
+        )
+        async with client:
+            upstream = Upstream(client, total_timeout=settings.upstream_total_timeout)
+            app.state.context = ProxyContext(
+                settings, upstream, router, observer or CompletionObserver()
+            )
+            yield
+
+    app = FastAPI(
+        title="toolcall-proxy", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
+    install_error_handlers(app)
+    client_key = [Depends(ClientKeys(settings.proxy_api_keys))]
+
+    @app.post("/v1/chat/completions", dependencies=client_key)
+    async def chat_completions(request: Request) -> Response:
+        return await create_completion(request, _context(request))
+
+    @app.get("/v1/models", dependencies=client_key)
+    async def models(request: Request) -> Response:
+        return JSONResponse(await list_models(request, _context(request)))
+
+    @app.api_route("/v1/{path:path}", methods=FORWARDED_METHODS, dependencies=client_key)
+    async def other_endpoints(request: Request, path: str) -> Response:
+        return await forward(request, _context(request), path)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> Response:
+        if await upstream_ready(_context(request)):
+            return JSONResponse({"status": "ready"})
+        body = error_body(
+            "upstream is not answering GET /models", error_type=UPSTREAM_ERROR, code="not_ready"
+        )
+        return JSONResponse(body, status_code=503)
+
+    if settings.uses_demo_upstream:
+        # Imported only here: a deployment with a real upstream never loads the demo.
+        from .demo_upstream import create_demo_upstream
+
+        app.mount(DEMO_MOUNT_PATH, create_demo_upstream(get_protocol(settings.tool_protocol)))
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """uvicorn's factory (`service.app:app_from_environment`): settings from the environment,
+    which the CLI fills from its flags, so every worker process builds the same app."""
+    return create_app(Settings())
+
+
+def _context(request: Request) -> ProxyContext:
+    context: ProxyContext = request.app.state.context
+    return context

@@ -1,0 +1,147 @@
+"""One chat completion's life: decode the request, rewrite it for its upstream, then answer
+by relaying (nothing to parse), parsing a stream, parsing a whole answer, or forcing one call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response
+
+from protocols import Protocol
+
+from .chat_request import ChatRequest, ChoiceMode, content_text, parse_chat_request
+from .chunks import MessageBuilder, finish_reason
+from .context import ProxyContext
+from .disconnect import while_connected
+from .forced_call import forced_call_completion, forced_call_deltas, forced_call_events
+from .parsing import OutputParsing
+from .relay import RelayResponse
+from .request_body import read_limited
+from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
+from .routing import Target
+from .streaming import stream_completion
+
+# Comment events keep idle intermediaries from closing the stream during a long prefill;
+# clients ignore them.
+KEEPALIVE_PING_SECONDS = 15
+# The model name an answer carries when the upstream names none and the client named none.
+UNNAMED_MODEL = "unknown"
+
+
+async def create_completion(request: Request, context: ProxyContext) -> Response:
+    """`POST /v1/chat/completions`."""
+    raw = await read_limited(request, context.settings.max_request_bytes)
+    chat = parse_chat_request(raw)
+    target = context.router.target_for(chat.body.get("model"))
+    exchange = _Exchange(request, context, chat, target)
+    if not needs_rewrite(chat):
+        # Pure pass-through: the body as it came (unless a route renames the model), the
+        # answer relayed byte for byte.
+        as_sent = raw if target.model is None else _json({**chat.body, "model": target.model})
+        return await exchange.relay(as_sent)
+    protocol = context.router.protocol_for(target)
+    body = _json(rewrite_request(chat, protocol, target.model))
+    if chat.choice in FORCED_CHOICES:
+        return await exchange.forced_call(protocol, body)
+    if not chat.tools or chat.choice is ChoiceMode.NONE:
+        return await exchange.relay(body)  # the history's rewrite was all there was to do
+    return await exchange.parsed(protocol, body)
+
+
+def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
+    """The upstream's completion with each choice's text parsed into content and calls;
+    every other field (id, created, model, usage, system_fingerprint...) kept."""
+    choices = []
+    for choice in answer.get("choices") or ():
+        message = choice.get("message") or {}
+        mapper = parsing.mapper()
+        builder = MessageBuilder()
+        builder.add(mapper.deltas(parsing.parse_whole(content_text(message.get("content")))))
+        reason = finish_reason(choice.get("finish_reason"), mapper)
+        choices.append({**choice, "message": builder.message(message), "finish_reason": reason})
+    return {**answer, "choices": choices}
+
+
+class _Exchange:
+    """One chat request and its upstream target, answered one of three ways. Every wait on
+    the upstream is abandoned if the client leaves."""
+
+    def __init__(
+        self, request: Request, context: ProxyContext, chat: ChatRequest, target: Target
+    ) -> None:
+        self._request = request
+        self._context = context
+        self._chat = chat
+        self._target = target
+        self._url = f"{target.base_url}/chat/completions"
+
+    async def relay(self, body: bytes) -> Response:
+        """Nothing to parse: the upstream's answer goes back byte for byte."""
+        headers = self._context.headers_for(self._request, self._target, relay=True)
+        opening = self._context.upstream.open_stream(
+            "POST", self._url, headers=headers, content=body
+        )
+        return RelayResponse(await while_connected(self._request.receive, opening))
+
+    async def parsed(self, protocol: Protocol, body: bytes) -> Response:
+        """Tools offered: the model's text parsed into content and calls."""
+        chat, settings = self._chat, self._context.settings
+        parsing = OutputParsing(
+            protocol=protocol,
+            tools=chat.tools,
+            arguments_mode=settings.tool_arguments_streaming,
+            unknown_tools=settings.unknown_tools,
+            think_as_reasoning=settings.think_as_reasoning,
+            single_call=chat.single_call,
+            observer=self._context.observer,
+        )
+        if not chat.stream:
+            return JSONResponse(parsed_completion(await self._answer(body), parsing))
+        headers = self._context.headers_for(self._request, self._target, relay=False)
+        opening = self._context.upstream.open_stream(
+            "POST", self._url, headers=headers, content=body
+        )
+        stream = await while_connected(self._request.receive, opening)
+        events = stream_completion(
+            stream, parsing, include_usage=chat.include_usage, fallback_model=self._model_name()
+        )
+        return EventSourceResponse(
+            events,
+            ping=KEEPALIVE_PING_SECONDS,
+            sep="\n",
+            # Closes the upstream even if the client left before the first event was pulled.
+            background=BackgroundTask(stream.aclose),
+        )
+
+    async def forced_call(self, protocol: Protocol, body: bytes) -> Response:
+        """Tool-choice mode: one whole upstream answer, exactly one call back."""
+        chat = self._chat
+        answer = await self._answer(body)
+        deltas = forced_call_deltas(answer, chat, protocol, self._context.observer)
+        if not chat.stream:
+            return JSONResponse(forced_call_completion(answer, deltas))
+        events = forced_call_events(
+            answer, deltas, include_usage=chat.include_usage, fallback_model=self._model_name()
+        )
+        return EventSourceResponse(events, ping=KEEPALIVE_PING_SECONDS, sep="\n")
+
+    async def _answer(self, body: bytes) -> dict[str, Any]:
+        headers = self._context.headers_for(self._request, self._target, relay=False)
+        asking = self._context.upstream.request_json(
+            "POST", self._url, headers=headers, content=body
+        )
+        return await while_connected(self._request.receive, asking)
+
+    def _model_name(self) -> str:
+        """The model an answer names when the upstream's chunks name none."""
+        model = self._chat.body.get("model")
+        return model if isinstance(model, str) and model else UNNAMED_MODEL
+
+
+def _json(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False).encode()

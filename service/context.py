@@ -1,0 +1,31 @@
+"""What every endpoint shares for the app's lifetime: settings, the upstream client, the
+model router and the observer, plus the upstream headers a request gets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from .headers import HeaderPairs, upstream_authorization, upstream_headers
+from .observer import CompletionObserver
+from .routing import Router, Target
+from .settings import Settings
+from .upstream import Upstream
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyContext:
+    settings: Settings
+    upstream: Upstream
+    router: Router
+    observer: CompletionObserver
+
+    def headers_for(self, request: Request, target: Target, *, relay: bool) -> HeaderPairs:
+        """The client's headers as the upstream should see them, with the right key."""
+        authorization = upstream_authorization(
+            target.api_key,
+            request.headers.get("authorization"),
+            client_key_is_ours=bool(self.settings.proxy_api_keys),
+        )
+        return upstream_headers(request.headers.items(), authorization, relay=relay)

@@ -1,0 +1,58 @@
+"""Tool-choice mode (`"required"` or a named function): one non-streaming upstream answer
+holding a single `{name, arguments}` object, answered as exactly one tool call, streamed to
+the client when it asked for a stream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from protocols import Protocol
+from protocols.tool_choice import parse_tool_choice
+
+from .chat_request import ChatRequest, content_text
+from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder
+from .observer import CompletionObserver
+from .rewrite import offered_tools
+from .sse import DONE_EVENT, data_event
+
+TOOL_CALLS = "tool_calls"
+
+
+def forced_call_deltas(
+    answer: dict[str, Any], request: ChatRequest, protocol: Protocol, observer: CompletionObserver
+) -> list[Delta]:
+    """The one call in the upstream's answer, as the deltas that announce it."""
+    choices = answer.get("choices") or [{}]
+    message = choices[0].get("message") or {}
+    call = parse_tool_choice(
+        content_text(message.get("content")),
+        protocol,
+        offered_tools(request),
+        default_name=request.named_tool,
+        on_error=observer.parse_error,
+    )
+    return DeltaMapper(think_as_reasoning=False, single_call=True).deltas([call])
+
+
+def forced_call_completion(answer: dict[str, Any], deltas: list[Delta]) -> dict[str, Any]:
+    """The non-streaming answer: the upstream's completion with its message replaced."""
+    choices = answer.get("choices") or [{}]
+    builder = MessageBuilder()
+    builder.add(deltas)
+    message = builder.message(choices[0].get("message") or {})
+    choice = {**choices[0], "index": 0, "message": message, "finish_reason": TOOL_CALLS}
+    return {**answer, "choices": [choice]}
+
+
+async def forced_call_events(
+    answer: dict[str, Any], deltas: list[Delta], *, include_usage: bool, fallback_model: str
+) -> AsyncIterator[bytes]:
+    """The streaming answer: role, the call's start, its arguments, finish, usage, [DONE]."""
+    encoder = ChunkEncoder.matching(answer, fallback_model)
+    for delta in [ROLE_DELTA, *deltas]:
+        yield data_event(encoder.chunk(0, delta))
+    yield data_event(encoder.chunk(0, {}, TOOL_CALLS))
+    if include_usage and answer.get("usage") is not None:
+        yield data_event(encoder.usage(answer["usage"]))
+    yield DONE_EVENT

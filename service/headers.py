@@ -1,0 +1,60 @@
+"""Which headers cross the proxy, each way, and which `Authorization` the upstream gets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import SecretStr
+
+# RFC 9110 section 7.6.1: connection-specific headers are never forwarded by a proxy.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# Set by the proxy itself for the upstream hop (host, length and encoding follow the body
+# that is actually sent; authorization follows `upstream_authorization`).
+NOT_FORWARDED_UPSTREAM = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "authorization"}
+# The proxy's server adds its own.
+NOT_FORWARDED_DOWNSTREAM = HOP_BY_HOP | {"date", "server"}
+# Asked of the upstream when the client named no encoding: raw bytes go back unchanged,
+# so they must be in an encoding the client is known to accept.
+IDENTITY = "identity"
+
+HeaderPairs = list[tuple[str, str]]
+
+
+def upstream_authorization(
+    api_key: SecretStr | None, client_authorization: str | None, *, client_key_is_ours: bool
+) -> str | None:
+    """The configured upstream key; else the client's own, unless it is the proxy's key."""
+    if api_key is not None:
+        return f"Bearer {api_key.get_secret_value()}"
+    if client_key_is_ours:
+        return None
+    return client_authorization
+
+
+def upstream_headers(
+    client_headers: Iterable[tuple[str, str]], authorization: str | None, *, relay: bool
+) -> HeaderPairs:
+    """Headers for the upstream request. `relay`: the answer goes back byte for byte, so it
+    must come in an encoding the client accepts; otherwise the proxy decodes it itself."""
+    pairs = [(k, v) for k, v in client_headers if k.lower() not in NOT_FORWARDED_UPSTREAM]
+    if authorization is not None:
+        pairs.append(("authorization", authorization))
+    if relay:
+        accepted = [v for k, v in client_headers if k.lower() == "accept-encoding"]
+        pairs.append(("accept-encoding", accepted[0] if accepted else IDENTITY))
+    return pairs
+
+
+def downstream_headers(upstream_headers: Iterable[tuple[str, str]]) -> HeaderPairs:
+    return [(k, v) for k, v in upstream_headers if k.lower() not in NOT_FORWARDED_DOWNSTREAM]

@@ -1,0 +1,61 @@
+"""An open upstream response relayed to the client byte for byte, for everything the proxy
+does not need to read: tools-free chats and every other `/v1/*` endpoint."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from .disconnect import while_connected
+from .errors import ProxyError
+from .headers import downstream_headers
+from .sse import data_event
+from .upstream import UpstreamStream
+
+logger = logging.getLogger(__name__)
+
+EVENT_STREAM = "text/event-stream"
+
+
+class RelayResponse(Response):
+    """Streams `stream`'s body to the client and closes it however the relay ends: body
+    done, client gone (noticed even while the upstream is silent), or upstream broken.
+
+    >>> return RelayResponse(await upstream.open_stream("POST", url, headers=h, content=body))
+    """
+
+    def __init__(self, stream: UpstreamStream) -> None:
+        self._stream = stream
+        self.status_code = stream.status_code
+        self.background = None
+        self.raw_headers = [
+            (key.encode("latin-1"), value.encode("latin-1"))
+            for key, value in downstream_headers(stream.headers.items())
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await while_connected(receive, self._relay(send))
+        except (ClientDisconnect, OSError):
+            logger.debug("client went away during the relay")  # nobody is left to tell
+        finally:
+            await self._stream.aclose()
+
+    async def _relay(self, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        try:
+            async for chunk in self._stream.raw_chunks():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except ProxyError as error:
+            if not self._stream.headers.get("content-type", "").startswith(EVENT_STREAM):
+                raise  # the server drops the connection: a cut body must not look whole
+            logger.warning("upstream failed mid-stream: %s", error.message)
+            event = data_event(json.dumps(error.body()))
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,79 @@
+"""Every knob of the proxy, read from environment variables (no prefix); the CLI writes its
+flags into the same variables so that every uvicorn worker sees one configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from protocols import ArgumentsMode, UnknownTools, protocol_names
+
+MEBIBYTE = 1024 * 1024
+# Generous for long agent histories (Roo Code sends whole files back as tool results), yet
+# small enough that one request cannot make the proxy buffer an unbounded body.
+DEFAULT_MAX_REQUEST_BYTES = 10 * MEBIBYTE
+DEFAULT_PROTOCOL = "json-mix"
+# Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
+# own embedded demo upstream over loopback instead.
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
+DEMO_MOUNT_PATH = "/demo"
+
+
+class Settings(BaseSettings):
+    """The proxy's configuration. `Settings()` reads the environment; tests pass fields."""
+
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore")
+
+    upstream_base_url: str | None = Field(
+        default=None, description="upstream OpenAI API base URL, e.g. http://127.0.0.1:8001/v1"
+    )
+    upstream_api_key: SecretStr | None = None
+    tool_protocol: str = DEFAULT_PROTOCOL
+    proxy_host: str = "127.0.0.1"
+    proxy_port: int = Field(default=8000, ge=0, le=65535)
+    upstream_connect_timeout: float = Field(default=10.0, gt=0)
+    upstream_read_timeout: float = Field(default=300.0, gt=0)
+    upstream_total_timeout: float = Field(default=600.0, gt=0)
+    upstream_max_connections: int = Field(default=100, ge=1)
+    proxy_api_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
+    routes_file: Path | None = None
+    max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, ge=1)
+    think_as_reasoning: bool = False
+    tool_arguments_streaming: ArgumentsMode = ArgumentsMode.INCREMENTAL
+    unknown_tools: UnknownTools = UnknownTools.CALL
+
+    @field_validator("tool_protocol")
+    @classmethod
+    def _known_protocol(cls, name: str) -> str:
+        if name not in protocol_names():
+            raise ValueError(f"unknown protocol {name!r}; known: {', '.join(protocol_names())}")
+        return name
+
+    @field_validator("proxy_api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(key.strip() for key in value.split(",") if key.strip())
+        return value
+
+    @field_validator("upstream_base_url", mode="before")
+    @classmethod
+    def _empty_url_is_unset(cls, value: object) -> object:
+        return value or None
+
+    @property
+    def uses_demo_upstream(self) -> bool:
+        return self.upstream_base_url is None
+
+    @property
+    def effective_upstream_url(self) -> str:
+        """The configured upstream, or the embedded demo upstream served by this proxy."""
+        if self.upstream_base_url is not None:
+            return self.upstream_base_url.rstrip("/")
+        host = "127.0.0.1" if self.proxy_host in WILDCARD_HOSTS else self.proxy_host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.proxy_port}{DEMO_MOUNT_PATH}/v1"

@@ -1,0 +1,195 @@
+"""The seam to the upstream server: plain JSON requests and byte/line streams over the one
+shared `httpx.AsyncClient`, under the total deadline, with failures mapped to `ProxyError`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+
+from .errors import UPSTREAM_ERROR, ProxyError, UpstreamStatusError
+from .headers import HeaderPairs
+
+# An upstream error body is read only this far: enough for any real error message, and an
+# upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
+MAX_ERROR_BODY_BYTES = 64 * 1024
+# Closing an upstream response after the client left must not hang the proxy's cleanup.
+CLOSE_TIMEOUT_SECONDS = 5.0
+
+Item = TypeVar("Item")
+
+UPSTREAM_FAILURES = (httpx.RequestError, httpx.StreamError, TimeoutError)
+
+
+def upstream_failure(exc: BaseException) -> ProxyError:
+    """The client-facing error for a transport failure, timeout or broken stream."""
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return ProxyError(
+            504, "upstream timed out", error_type=UPSTREAM_ERROR, code="upstream_timeout"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return ProxyError(
+            502, "upstream unreachable", error_type=UPSTREAM_ERROR, code="upstream_unreachable"
+        )
+    return ProxyError(
+        502,
+        f"upstream connection failed: {type(exc).__name__}",
+        error_type=UPSTREAM_ERROR,
+        code="upstream_connection_error",
+    )
+
+
+def build_client(
+    *, connect_timeout: float, read_timeout: float, max_connections: int
+) -> httpx.AsyncClient:
+    """The proxy's one client: a sized pool, and timeouts per connect and between bytes."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        ),
+        follow_redirects=False,
+    )
+
+
+class UpstreamStream:
+    """An upstream response whose status was 2xx and whose body is still to be read.
+
+    The owner must close it in `finally`, whatever happens to the client:
+
+        stream = await upstream.open_stream("POST", url, headers=headers, content=body)
+        try:
+            async for line in stream.lines():
+                ...
+        finally:
+            await stream.aclose()
+    """
+
+    def __init__(self, response: httpx.Response, deadline: float) -> None:
+        self.response = response
+        self._deadline = deadline
+
+    @property
+    def status_code(self) -> int:
+        return self.response.status_code
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self.response.headers
+
+    async def raw_chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes exactly as they came (no decompression)."""
+        async for chunk in self._before_deadline(self.response.aiter_raw()):
+            yield chunk
+
+    async def lines(self) -> AsyncIterator[str]:
+        async for line in self._before_deadline(self.response.aiter_lines()):
+            yield line
+
+    async def _before_deadline(self, source: AsyncIterator[Item]) -> AsyncIterator[Item]:
+        # The deadline wraps each read only, never a `yield`: a timeout must not fire while
+        # the consumer is busy sending to the client.
+        try:
+            while True:
+                async with asyncio.timeout_at(self._deadline):
+                    try:
+                        item = await anext(source)
+                    except StopAsyncIteration:
+                        return
+                yield item
+        except UPSTREAM_FAILURES as exc:
+            raise upstream_failure(exc) from exc
+
+    async def aclose(self) -> None:
+        # Shielded: this runs while the client's cancellation is being delivered.
+        with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS, shield=True):
+            await self.response.aclose()
+
+
+class Upstream:
+    """Requests to the upstream, each bounded by the total timeout.
+
+    >>> upstream = Upstream(client, total_timeout=600)
+    >>> answer = await upstream.request_json("POST", url, headers=headers, content=body)
+    """
+
+    def __init__(self, client: httpx.AsyncClient, *, total_timeout: float) -> None:
+        self.client = client
+        self._total_timeout = total_timeout
+
+    async def request_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: HeaderPairs,
+        content: bytes | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send, return the decoded JSON object answer; any failure raises `ProxyError`."""
+        try:
+            async with asyncio.timeout(timeout or self._total_timeout):
+                response = await self.client.request(method, url, content=content, headers=headers)
+        except UPSTREAM_FAILURES as exc:
+            raise upstream_failure(exc) from exc
+        if response.status_code >= 400:
+            raise UpstreamStatusError(response.status_code, response.content)
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise ProxyError(
+                502,
+                "upstream answered with a body that is not a JSON object",
+                error_type=UPSTREAM_ERROR,
+                code="upstream_bad_response",
+            )
+        return answer
+
+    async def open_stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: HeaderPairs,
+        content: bytes | AsyncIterator[bytes] | None = None,
+        params: str | None = None,
+    ) -> UpstreamStream:
+        """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body."""
+        deadline = asyncio.get_running_loop().time() + self._total_timeout
+        request = self.client.build_request(
+            method, url, headers=headers, content=content, params=params
+        )
+        try:
+            async with asyncio.timeout_at(deadline):
+                response = await self.client.send(request, stream=True)
+        except UPSTREAM_FAILURES as exc:
+            raise upstream_failure(exc) from exc
+        stream = UpstreamStream(response, deadline)
+        if response.status_code < 400:
+            return stream
+        try:
+            async with asyncio.timeout_at(deadline):
+                error_bytes = await _read_prefix(stream.response, MAX_ERROR_BODY_BYTES)
+        except TimeoutError:
+            error_bytes = b""
+        finally:
+            await stream.aclose()
+        raise UpstreamStatusError(response.status_code, error_bytes)
+
+
+async def _read_prefix(response: httpx.Response, limit: int) -> bytes:
+    """Up to `limit` bytes of the (decoded) body; an error there yields what was read."""
+    body = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) >= limit:
+                break
+    except (httpx.HTTPError, httpx.StreamError):
+        pass  # the status is the news; a broken error body is only less detail
+    return bytes(body[:limit])

@@ -1,0 +1,95 @@
+"""Fixtures for the service tests: the scripted upstream and the proxy in front of it, each
+served by uvicorn on loopback, and the proxy's callers (the official SDK and raw httpx)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+pytest.register_assert_rewrite("servers")
+
+from servers import Proxy, StartProxy, serve  # noqa: E402
+from upstream_server import ScriptedUpstream  # noqa: E402
+
+# A bound, not synchronisation: a broken proxy fails its test instead of hanging it.
+CLIENT_TIMEOUT_SECONDS = 10.0
+
+
+@pytest.fixture
+def upstream() -> ScriptedUpstream:
+    """Script it with `upstream.script(Reply(...))`; read `upstream.requests` afterwards."""
+    return ScriptedUpstream()
+
+
+@pytest.fixture
+def upstream_url(upstream: ScriptedUpstream) -> Iterator[str]:
+    with serve(upstream.app) as url:
+        yield url + "/v1"
+
+
+@pytest.fixture
+def unreachable_url() -> Iterator[str]:
+    """An upstream address that refuses connections: a port bound here, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        _host, port = sock.getsockname()
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture
+def start_proxy(upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[StartProxy]:
+    """`start_proxy(tool_protocol="morph-xml", ...)`: serve a proxy with these settings in
+    front of the scripted upstream. Everything it started is stopped after the test."""
+    # Imported here so that a broken service fails its own tests, not the protocol tests.
+    from service.app import create_app
+    from service.settings import Settings
+
+    for name in Settings.model_fields:  # the developer's exported knobs must not leak in
+        monkeypatch.delenv(name.upper(), raising=False)
+    with ExitStack() as stack:
+
+        def start(**settings: Any) -> Proxy:
+            app = create_app(Settings(**{"upstream_base_url": upstream_url, **settings}))
+            url = stack.enter_context(serve(app))
+            client = openai.OpenAI(
+                base_url=url + "/v1",
+                api_key="test",
+                max_retries=0,
+                timeout=CLIENT_TIMEOUT_SECONDS,
+            )
+            http = httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS)
+            stack.enter_context(client)
+            stack.enter_context(http)
+            return Proxy(url, client, http)
+
+        yield start
+
+
+@pytest.fixture
+def proxy(start_proxy: StartProxy) -> Proxy:
+    """A proxy with the default settings (json-mix, no inbound keys)."""
+    return start_proxy()
+
+
+@pytest.fixture(params=["json-mix", "morph-xml"])
+def protocol(request: pytest.FixtureRequest) -> str:
+    """Runs the test once per text protocol."""
+    return str(request.param)
+
+
+@pytest.fixture
+def protocol_proxy(start_proxy: StartProxy, protocol: str) -> Proxy:
+    """A proxy speaking `protocol` (see that fixture: the test runs once per protocol)."""
+    return start_proxy(tool_protocol=protocol)
+
+
+@pytest.fixture(params=[False, True], ids=["json", "sse"])
+def stream(request: pytest.FixtureRequest) -> bool:
+    """Runs the test once non-streamed and once streamed."""
+    return bool(request.param)

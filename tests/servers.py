@@ -1,0 +1,247 @@
+"""Serve ASGI apps for real on loopback, and talk to the served proxy as OpenAI clients do:
+through the official SDK, or over raw HTTP, reading replies while checking the wire format.
+
+>>> with serve(app) as url:  # "http://127.0.0.1:PORT", accepting before this line returns
+...     httpx.get(url + "/healthz")
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+import uvicorn
+from starlette.types import ASGIApp
+
+# Bounds, not synchronisation: a broken server fails the test instead of hanging it.
+SHUTDOWN_GRACE_SECONDS = 2
+THREAD_JOIN_SECONDS = 10
+DONE = "[DONE]"
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current time in a time zone.",
+        "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}},
+    },
+}
+MODEL = "test-model"
+QUESTION = {"role": "user", "content": "What is the weather in Paris?"}
+
+
+def chat_body(*tools: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A chat request asking about the weather, declaring `tools`; `fields` added last."""
+    body: dict[str, Any] = {"model": MODEL, "messages": [QUESTION]}
+    if tools:
+        body["tools"] = list(tools)
+    return {**body, **fields}
+
+
+@contextmanager
+def serve(app: ASGIApp) -> Iterator[str]:
+    """Run `app` under uvicorn in a daemon thread on a socket bound here, so the URL is
+    known and connections wait in the backlog until the server (and lifespan) is up."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    _host, port = sock.getsockname()
+    config = uvicorn.Config(
+        app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(THREAD_JOIN_SECONDS)
+        sock.close()
+
+
+@dataclass
+class Call:
+    id: str
+    name: str
+    arguments: str  # the JSON string, as sent (grown fragment by fragment while streaming)
+
+    @property
+    def input(self) -> Any:
+        return json.loads(self.arguments)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A chat completion as the client received it, streamed or not."""
+
+    id: str
+    created: int
+    model: str
+    content: str  # "" when there was none
+    reasoning: str
+    tool_calls: list[Call]
+    finish_reason: str
+    usage: dict[str, Any] | None
+
+    @property
+    def calls(self) -> list[tuple[str, Any]]:
+        """Each call's name and parsed arguments, in order."""
+        return [(call.name, call.input) for call in self.tool_calls]
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """The served proxy and two ways to call it."""
+
+    url: str
+    client: openai.OpenAI  # the official SDK, base_url = url + "/v1"
+    http: httpx.Client  # raw HTTP, base_url = url
+
+    def chat(self, body: dict[str, Any]) -> Completion:
+        """POST a chat completion; return it after checking OpenAI's wire format."""
+        if body.get("stream"):
+            return completion_from_events(self.events(body))
+        response = self.http.post("/v1/chat/completions", json=body)
+        assert response.status_code == 200, response.text
+        return completion_from_json(response.json())
+
+    def events(self, body: dict[str, Any]) -> list[Any]:
+        """Every `data:` payload of a 200 event stream, decoded; "[DONE]" kept as is."""
+        with self.http.stream("POST", "/v1/chat/completions", json=body) as response:
+            assert response.status_code == 200, response.read()
+            assert response.headers["content-type"].startswith("text/event-stream")
+            return list(read_events(response.iter_lines()))
+
+
+StartProxy = Callable[..., Proxy]  # the `start_proxy` fixture: settings fields -> a served proxy
+
+
+def read_events(lines: Iterable[str]) -> Iterator[Any]:
+    """Server-sent events' data, per the SSE rules: `data:` lines up to a blank line."""
+    data: list[str] = []
+    for line in lines:
+        if line.startswith("data:"):
+            data.append(line.removeprefix("data:").removeprefix(" "))
+        elif not line and data:
+            payload = "\n".join(data)
+            data.clear()
+            yield payload if payload == DONE else json.loads(payload)
+
+
+def completion_from_events(events: list[Any]) -> Completion:
+    """Assemble a streamed completion, asserting every rule clients rely on."""
+    assert events[-1] == DONE, "the stream ends with data: [DONE]"
+    chunks: list[dict[str, Any]] = events[:-1]
+    assert all(isinstance(chunk, dict) and "error" not in chunk for chunk in chunks), chunks
+    usage = None
+    if chunks[-1]["choices"] == []:
+        usage = chunks.pop()["usage"]
+    first = chunks[0]
+    assert first["choices"][0]["delta"].get("role") == "assistant"
+    content, reasoning, finish = "", "", None
+    calls: list[Call] = []
+    for chunk in chunks:
+        assert chunk["object"] == "chat.completion.chunk"
+        assert (chunk["id"], chunk["model"]) == (first["id"], first["model"])
+        assert isinstance(chunk["created"], int)
+        assert finish is None, "the finish_reason chunk is the last choice chunk"
+        [choice] = chunk["choices"]
+        assert choice["index"] == 0
+        delta, finish = choice["delta"], choice["finish_reason"]
+        content += delta.get("content") or ""
+        reasoning += delta.get("reasoning_content") or ""
+        assert delta.get("tool_calls") != [], "never an empty tool_calls list"
+        assert not (finish and delta.get("tool_calls")), "finish_reason comes in its own chunk"
+        for fragment in delta.get("tool_calls") or ():
+            _add_fragment(calls, fragment)
+    assert finish is not None
+    return _checked(
+        Completion(
+            id=first["id"],
+            created=first["created"],
+            model=first["model"],
+            content=content,
+            reasoning=reasoning,
+            tool_calls=calls,
+            finish_reason=finish,
+            usage=usage,
+        )
+    )
+
+
+def _add_fragment(calls: list[Call], fragment: dict[str, Any]) -> None:
+    function = fragment["function"]
+    assert isinstance(function["arguments"], str)
+    if fragment["index"] == len(calls):  # a new call opens with its id and name
+        assert fragment["id"] and fragment["type"] == "function" and function["name"]
+        assert function["arguments"] == ""
+        calls.append(Call(fragment["id"], function["name"], ""))
+    else:  # later fragments carry arguments only
+        assert fragment["index"] < len(calls), "call indexes are dense from 0"
+        assert fragment.keys() == {"index", "function"} and function.keys() == {"arguments"}
+        calls[fragment["index"]].arguments += function["arguments"]
+
+
+def completion_from_json(body: dict[str, Any]) -> Completion:
+    """A non-streamed completion, checked like a streamed one."""
+    assert body["object"] == "chat.completion"
+    [choice] = body["choices"]
+    message = choice["message"]
+    assert message["role"] == "assistant"
+    assert message.get("tool_calls") != [], "no tool_calls key rather than an empty list"
+    calls = []
+    for raw in message.get("tool_calls") or ():
+        assert raw["type"] == "function" and isinstance(raw["function"]["arguments"], str)
+        calls.append(Call(raw["id"], raw["function"]["name"], raw["function"]["arguments"]))
+    if calls and not message["content"]:
+        assert message["content"] is None, "content is null when the reply is only calls"
+    return _checked(
+        Completion(
+            id=body["id"],
+            created=body["created"],
+            model=body["model"],
+            content=message["content"] or "",
+            reasoning=message.get("reasoning_content") or "",
+            tool_calls=calls,
+            finish_reason=choice["finish_reason"],
+            usage=body.get("usage"),
+        )
+    )
+
+
+def _checked(completion: Completion) -> Completion:
+    """Rules shared by both forms: unique ids, JSON arguments, the fitting finish_reason."""
+    calls = completion.tool_calls
+    assert len({call.id for call in calls}) == len(calls), "call ids are unique"
+    if completion.finish_reason != "length":  # a truncated call's arguments may not parse
+        assert (completion.finish_reason == "tool_calls") == bool(calls)
+        for call in calls:
+            assert _is_json_object(call.arguments), f"arguments are a JSON object: {call}"
+    return completion
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False

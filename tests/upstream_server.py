@@ -1,0 +1,226 @@
+"""A scripted OpenAI-compatible upstream: the text-only model server the proxy talks to.
+
+Tests queue one step per chat request (`Reply`, `Fail`, `Hang`, `Drop`) and read back every
+request it received, byte for byte:
+
+>>> upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]))
+>>> ...  # call the proxy
+>>> upstream.chat_requests[-1].json["messages"]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+UPSTREAM_ID = "chatcmpl-upstream"
+CREATED = 1_700_000_000
+USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+MODELS = {
+    "object": "list",
+    "data": [{"id": "upstream-model", "object": "model", "created": CREATED, "owned_by": "test"}],
+}
+EMBEDDING = {
+    "object": "list",
+    "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5]}],
+    "model": "upstream-embedder",
+    "usage": {"prompt_tokens": 2, "total_tokens": 2},
+}
+
+# What the model writes when it calls get_weather(city="Paris"), in each text protocol.
+WEATHER_CALL = {
+    "json-mix": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+    "morph-xml": "<get_weather><city>Paris</city></get_weather>",
+}
+TIME_CALL = {
+    "json-mix": '<tool_call>{"name": "get_time", "arguments": {"zone": "UTC"}}</tool_call>',
+    "morph-xml": "<get_time><zone>UTC</zone></get_time>",
+}
+# The same calls as (name, arguments) once parsed.
+PARIS_WEATHER = ("get_weather", {"city": "Paris"})
+UTC_TIME = ("get_time", {"zone": "UTC"})
+
+
+class Reply:
+    """Answer with the chunks' text: one SSE chunk per string when the request streams
+    (after `reasoning` deltas; usage last if asked), else one JSON completion."""
+
+    def __init__(self, *chunks: str, finish_reason: str = "stop", reasoning: tuple[str, ...] = ()):
+        self.chunks, self.finish_reason, self.reasoning = chunks, finish_reason, reasoning
+
+
+class Hang:
+    """Stream the chunks (if any), then hold the request open until the client goes away."""
+
+    def __init__(self, *chunks: str):
+        self.chunks = chunks
+
+
+class Drop:
+    """Stream the chunks, then break the connection in the middle of the response."""
+
+    def __init__(self, *chunks: str):
+        self.chunks = chunks
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with an HTTP error in OpenAI's error shape."""
+
+    status: int
+    message: str = "the upstream refused"
+
+    @property
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": "upstream", "param": None, "code": None}}
+
+
+Step = Reply | Hang | Drop | Fail
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request as the upstream saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class ConnectionDropped(Exception):
+    """Raised after the response started, so the server closes the socket mid-body."""
+
+
+class ScriptedUpstream:
+    """The app to serve plus the handle tests script and inspect (thread-safe enough:
+    deque and list appends are atomic)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Received] = []
+        self.client_gone = threading.Event()  # a `Hang` saw its client disconnect
+        self._script: deque[Step] = deque()
+        self.app = Starlette(
+            routes=[
+                Route("/v1/models", self._models),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/{path:path}", self._scripted, methods=["POST"]),
+            ]
+        )
+
+    def script(self, *steps: Step) -> None:
+        self._script.extend(steps)
+
+    @property
+    def chat_requests(self) -> list[Received]:
+        return [r for r in self.requests if r.path == "/v1/chat/completions"]
+
+    async def _record(self, request: Request) -> Received:
+        received = Received(
+            request.method, request.url.path, dict(request.headers), await request.body()
+        )
+        self.requests.append(received)
+        return received
+
+    async def _models(self, request: Request) -> Response:
+        await self._record(request)
+        return JSONResponse(MODELS)
+
+    async def _embeddings(self, request: Request) -> Response:
+        await self._record(request)
+        return JSONResponse(EMBEDDING)
+
+    async def _scripted(self, request: Request) -> Response:
+        asked = (await self._record(request)).json
+        step = self._script.popleft()
+        if isinstance(step, Fail):
+            return JSONResponse(step.body, status_code=step.status)
+        if isinstance(step, Reply) and not asked.get("stream"):
+            return JSONResponse(completion_body(step, asked["model"]))
+        if isinstance(step, Hang) and not step.chunks:
+            return _Raw(lambda send, receive: self._wait_for_disconnect(receive))
+        return _Raw(lambda send, receive: self._stream(step, asked, send, receive))
+
+    async def _stream(
+        self, step: Step, asked: dict[str, Any], send: Send, receive: Receive
+    ) -> None:
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for event in event_stream(step, asked):
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        if isinstance(step, Drop):
+            raise ConnectionDropped
+        if isinstance(step, Hang):
+            return await self._wait_for_disconnect(receive)
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _wait_for_disconnect(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.client_gone.set()
+
+
+class _Raw(Response):
+    """A response written by hand on the ASGI channel."""
+
+    def __init__(self, run: Callable[[Send, Receive], Awaitable[None]]) -> None:
+        self.run = run
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.run(send, receive)
+
+
+def _chunk(model: str, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    return {
+        "id": UPSTREAM_ID,
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": model,
+        "choices": [choice],
+    }
+
+
+def event_stream(step: Step, asked: dict[str, Any]) -> Iterator[bytes]:
+    """The SSE events a step streams in answer to the request `asked`."""
+    model = asked["model"]
+    chunks = [_chunk(model, {"role": "assistant", "content": ""})]
+    if isinstance(step, Reply):
+        chunks += [_chunk(model, {"reasoning_content": text}) for text in step.reasoning]
+    chunks += [_chunk(model, {"content": text}) for text in step.chunks]
+    if isinstance(step, Reply):
+        chunks.append(_chunk(model, {}, step.finish_reason))
+        if (asked.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**_chunk(model, {}), "choices": [], "usage": USAGE})
+    yield from (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+    if isinstance(step, Reply):
+        yield b"data: [DONE]\n\n"
+
+
+def completion_body(reply: Reply, model: str) -> dict[str, Any]:
+    """The JSON completion a `Reply` answers a non-streaming request with."""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.chunks)}
+    if reply.reasoning:
+        message["reasoning_content"] = "".join(reply.reasoning)
+    return {
+        "id": UPSTREAM_ID,
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "usage": USAGE,
+    }
