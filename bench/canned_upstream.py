@@ -1,0 +1,76 @@
+"""An instant OpenAI-compatible upstream for the proxy benchmark: always the same answer,
+a sentence and one JSON-mix tool call, streamed in token-sized chunks or whole."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+ANSWER = (
+    "Let me check the weather in Paris for you.\n<tool_call>\n"
+    '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+)
+TOKEN_CHARS = 4  # about one token of English text
+
+
+def _chunk(delta: dict[str, str], finish_reason: str | None = None) -> bytes:
+    chunk = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+STREAM = [
+    _chunk({"role": "assistant", "content": ""}),
+    *(_chunk({"content": ANSWER[i : i + TOKEN_CHARS]}) for i in range(0, len(ANSWER), TOKEN_CHARS)),
+    _chunk({}, "stop"),
+    b"data: [DONE]\n\n",
+]
+COMPLETION = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "bench",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": ANSWER},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30},
+}
+
+
+async def chat(request: Request) -> Response:
+    body = await request.json()
+    if not body.get("stream"):
+        return JSONResponse(COMPLETION)
+
+    async def events() -> AsyncIterator[bytes]:
+        for chunk in STREAM:
+            yield chunk
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def create_app() -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/healthz", healthz),
+        ]
+    )

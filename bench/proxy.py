@@ -1,0 +1,126 @@
+"""Proxy overhead: the same requests sent straight to a canned upstream and through the
+proxy in front of it, in one run, as milliseconds per request and as a ratio.
+
+The upstream answers instantly (no model), so the numbers isolate what the proxy adds.
+Each server runs in its own process so the client does not share a GIL with them.
+
+    python bench/proxy.py [--requests 200] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def server(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a server process until the block ends; yields its base URL once it answers."""
+    process = subprocess.Popen(
+        command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):  # start-up, not a measurement: poll until it answers
+            try:
+                httpx.get(f"{url}/healthz", timeout=0.5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait()
+
+
+async def measure(url: str, body: dict[str, object], requests: int, concurrency: int) -> float:
+    """Mean milliseconds per request with `concurrency` requests in flight."""
+    payload = json.dumps(body).encode()
+    headers = {"content-type": "application/json"}
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+
+        async def one() -> None:
+            if body.get("stream"):
+                async with client.stream(
+                    "POST", "/v1/chat/completions", content=payload, headers=headers
+                ) as response:
+                    async for _ in response.aiter_bytes():
+                        pass
+            else:
+                (await client.post("/v1/chat/completions", content=payload, headers=headers))
+
+        async def worker(count: int) -> None:
+            for _ in range(count):
+                await one()
+
+        await worker(5)  # warm the connections
+        started = time.perf_counter()
+        share = requests // concurrency
+        await asyncio.gather(*(worker(share) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return elapsed / (share * concurrency) * 1000
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--requests", type=int, default=200)
+    options.add_argument("--concurrency", type=int, default=1)
+    args = options.parse_args()
+    upstream_port, proxy_port = free_port(), free_port()
+    uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
+    upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
+    upstream_command += ["--app-dir", str(HERE), "--port", str(upstream_port)]
+    with server(upstream_command, upstream_port) as upstream:
+        proxy_env = {"UPSTREAM_BASE_URL": f"{upstream}/v1", "PROXY_PORT": str(proxy_port)}
+        proxy_command = [*uvicorn, "--factory", "service.app:app_from_environment"]
+        proxy_command += ["--port", str(proxy_port)]
+        with server(proxy_command, proxy_port, proxy_env) as proxy:
+            print(f"{args.requests} requests, {args.concurrency} in flight")
+            print(f"{'case':<28} {'direct ms':>10} {'proxy ms':>10} {'ratio':>7} {'added ms':>9}")
+            for label, body in {
+                "no tools, non-stream": {"messages": MESSAGES},
+                "no tools, stream": {"messages": MESSAGES, "stream": True},
+                "tools, non-stream": {"messages": MESSAGES, "tools": TOOLS},
+                "tools, stream": {"messages": MESSAGES, "tools": TOOLS, "stream": True},
+            }.items():
+                direct = asyncio.run(measure(upstream, body, args.requests, args.concurrency))
+                proxied = asyncio.run(measure(proxy, body, args.requests, args.concurrency))
+                print(
+                    f"{label:<28} {direct:>10.2f} {proxied:>10.2f}"
+                    f" {proxied / direct:>7.2f} {proxied - direct:>9.2f}"
+                )
+
+
+if __name__ == "__main__":
+    main()
