@@ -40,6 +40,13 @@ class UnknownTools(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ParserOptions:
+    on_error: OnError | None = None
+    mode: ArgumentsMode = ArgumentsMode.INCREMENTAL
+    unknown_tools: UnknownTools = UnknownTools.CALL
+
+
+@dataclass(frozen=True, slots=True)
 class Segment:
     """A tool call's original text and where it sits in the model's output."""
 
@@ -81,7 +88,6 @@ class Protocol(ABC):
     def render_result(self, name: str, call_id: str, content: str) -> str:
         """A tool's result, tied to its call's name and id."""
 
-    @abstractmethod
     def stream_parser(
         self,
         tools: Sequence[ToolSpec],
@@ -89,7 +95,11 @@ class Protocol(ABC):
         on_error: OnError | None = None,
         mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
         unknown_tools: UnknownTools = UnknownTools.CALL,
-    ) -> StreamParser: ...
+    ) -> StreamParser:
+        return self._new_parser(tools, ParserOptions(on_error, mode, unknown_tools))
+
+    @abstractmethod
+    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser: ...
 
     def parse(
         self,
@@ -292,20 +302,13 @@ class TagStreamParser(StreamParser):
     Each feed touches only the new text plus a held-back suffix no longer than an open
     tag, so the whole stream is linear in its length."""
 
-    def __init__(
-        self,
-        tools: Sequence[ToolSpec],
-        *,
-        on_error: OnError | None,
-        mode: ArgumentsMode,
-        unknown_tools: UnknownTools,
-    ) -> None:
+    def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         self._ctx = CallContext(
             out=PartWriter(),
             tools={tool.name: tool for tool in tools},
-            on_error=on_error or _ignore_error,
-            mode=mode,
-            unknown_tools=unknown_tools,
+            on_error=options.on_error or _ignore_error,
+            mode=options.mode,
+            unknown_tools=options.unknown_tools,
         )
         self._pending = ""
         self._call: CallScanner | None = None

@@ -12,17 +12,17 @@ from .base import (
     ArgumentsMode,
     CallContext,
     CallScanner,
+    ParserOptions,
     Protocol,
     StreamedCall,
     StreamParser,
     TagStreamParser,
-    UnknownTools,
     partial_token_start,
 )
 from .coerce import coerce_by_schema
 from .json_stream import ARGUMENT_KEYS, NAME_KEYS, JsonCallLexer
-from .parts import ErrorKind, OnError, ToolSpec
-from .prompting import example_arguments, tool_declarations
+from .parts import ErrorKind, ToolSpec
+from .prompting import tools_prompt
 from .registry import register
 from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_json, strip_code_fence
 
@@ -50,30 +50,14 @@ class JsonMixProtocol(Protocol):
         self.response_start, self.response_end = response_start, response_end
 
     def render_tools(self, tools: Sequence[ToolSpec], *, single_call: bool = False) -> str:
-        example = tools[0] if tools else ToolSpec("tool_name")
-        how_many = (
-            "Call at most one tool per reply."
-            if single_call
-            else "To call several tools at once, write one block per call."
-        )
-        return "\n".join(
-            [
-                "# Tools",
-                "",
-                "You can call these tools. Each line declares one tool: its name, what it"
-                " does, and a JSON schema of its arguments.",
-                "",
-                tool_declarations(tools),
-                "",
-                f'To call a tool, write a JSON object with the keys "name" and "arguments"'
-                f" between {self.call_start} and {self.call_end} tags, for example:",
-                self.render_call(example.name, example_arguments(example.parameters)),
-                "",
-                f"- The arguments must follow the tool's schema. {how_many}",
-                "- After your calls, stop writing. Each result comes back to you in a"
-                f" {self.response_start} block.",
-                "- When no tool is needed, answer in plain text without these tags.",
-            ]
+        return tools_prompt(
+            tools,
+            self.render_call,
+            how_to_call='To call a tool, write a JSON object with the keys "name" and'
+            f' "arguments" between {self.call_start} and {self.call_end} tags',
+            rules=["The arguments must follow the tool's schema."],
+            results_in=f"a {self.response_start} block",
+            single_call=single_call,
         )
 
     def render_call(self, name: str, arguments: Any) -> str:
@@ -84,17 +68,8 @@ class JsonMixProtocol(Protocol):
         result = _json_in_tags({"name": name, "tool_call_id": call_id, "content": content})
         return f"{self.response_start}\n{result}\n{self.response_end}"
 
-    def stream_parser(
-        self,
-        tools: Sequence[ToolSpec],
-        *,
-        on_error: OnError | None = None,
-        mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
-        unknown_tools: UnknownTools = UnknownTools.CALL,
-    ) -> StreamParser:
-        return _JsonMixParser(
-            self, tools, on_error=on_error, mode=mode, unknown_tools=unknown_tools
-        )
+    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser:
+        return _JsonMixParser(self, tools, options)
 
 
 def _json_in_tags(value: Any) -> str:
@@ -104,8 +79,10 @@ def _json_in_tags(value: Any) -> str:
 
 
 class _JsonMixParser(TagStreamParser):
-    def __init__(self, protocol: JsonMixProtocol, tools: Sequence[ToolSpec], **options: Any):
-        super().__init__(tools, **options)
+    def __init__(
+        self, protocol: JsonMixProtocol, tools: Sequence[ToolSpec], options: ParserOptions
+    ) -> None:
+        super().__init__(tools, options)
         self._start, self._end = protocol.call_start, protocol.call_end
 
     def _find_open(self, text: str) -> tuple[int, int, str] | None:

@@ -13,17 +13,17 @@ from .base import (
     ArgumentsMode,
     CallContext,
     CallScanner,
+    ParserOptions,
     Protocol,
     StreamedCall,
     StreamParser,
     TagStreamParser,
-    UnknownTools,
     partial_token_start,
 )
 from .coerce import coerce_by_schema
 from .json_stream import canonical_string
-from .parts import ErrorKind, OnError, ToolSpec
-from .prompting import example_arguments, tool_declarations
+from .parts import ErrorKind, ToolSpec
+from .prompting import tools_prompt
 from .registry import register
 from .relaxed_xml import (
     DuplicateStringTagError,
@@ -42,33 +42,19 @@ CDATA_START, CDATA_END = "<![CDATA[", "]]>"
 @register("morph-xml")
 class MorphXmlProtocol(Protocol):
     def render_tools(self, tools: Sequence[ToolSpec], *, single_call: bool = False) -> str:
-        example = tools[0] if tools else ToolSpec("tool_name")
-        how_many = (
-            "Call at most one tool per reply."
-            if single_call
-            else "To call several tools at once, write one element per call."
-        )
-        return "\n".join(
-            [
-                "# Tools",
-                "",
-                "You can call these tools. Each line declares one tool: its name, what it"
-                " does, and a JSON schema of its arguments.",
-                "",
-                tool_declarations(tools),
-                "",
-                "To call a tool, write an XML element named after the tool with one child"
-                " element per argument, for example:",
-                self.render_call(example.name, example_arguments(example.parameters)),
-                "",
-                "- Write text values as they are, without escaping. If a value contains the"
+        return tools_prompt(
+            tools,
+            self.render_call,
+            how_to_call="To call a tool, write an XML element named after the tool with one"
+            " child element per argument",
+            rules=[
+                "Write text values as they are, without escaping. If a value contains the"
                 f" tool's closing tag, wrap it in {CDATA_START} ... {CDATA_END}.",
-                "- Write a list as <item> elements inside the argument's element, an object"
+                "Write a list as <item> elements inside the argument's element, an object"
                 " as nested elements.",
-                f"- {how_many} After your calls, stop writing. Each result comes back to you"
-                " in a <tool_result> element.",
-                "- When no tool is needed, answer in plain text without tool elements.",
-            ]
+            ],
+            results_in="a <tool_result> element",
+            single_call=single_call,
         )
 
     def render_call(self, name: str, arguments: Any) -> str:
@@ -83,15 +69,8 @@ class MorphXmlProtocol(Protocol):
             f"{content}\n</tool_result>"
         )
 
-    def stream_parser(
-        self,
-        tools: Sequence[ToolSpec],
-        *,
-        on_error: OnError | None = None,
-        mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
-        unknown_tools: UnknownTools = UnknownTools.CALL,
-    ) -> StreamParser:
-        return _MorphXmlParser(tools, on_error=on_error, mode=mode, unknown_tools=unknown_tools)
+    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser:
+        return _MorphXmlParser(tools, options)
 
 
 def _render_element(key: str, value: Any) -> str:
@@ -117,8 +96,8 @@ def _cdata(text: str) -> str:
 
 
 class _MorphXmlParser(TagStreamParser):
-    def __init__(self, tools: Sequence[ToolSpec], **options: Any) -> None:
-        super().__init__(tools, **options)
+    def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
+        super().__init__(tools, options)
         # Longest names first, so `<read_file>` is never taken for a tool named `read`.
         names = sorted(self._ctx.tools, key=len, reverse=True)
         alternatives = "|".join(map(re.escape, names))

@@ -3,13 +3,49 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .parts import ToolSpec
 
 # Example values are illustrative only; deeper schemas add tokens without teaching more.
 _EXAMPLE_DEPTH = 3
+
+
+def tools_prompt(
+    tools: Sequence[ToolSpec],
+    render_call: Callable[[str, Any], str],
+    *,
+    how_to_call: str,
+    rules: Sequence[str],
+    results_in: str,
+    single_call: bool,
+) -> str:
+    """The system-prompt text declaring `tools` and how to call them, with one example."""
+    example = tools[0] if tools else ToolSpec("tool_name")
+    how_many = (
+        "Call at most one tool per reply."
+        if single_call
+        else "To call several tools at once, write one call after another."
+    )
+    return "\n".join(
+        [
+            "# Tools",
+            "",
+            "You can call these tools. Each line declares one tool: its name, what it does,"
+            " and a JSON schema of its arguments.",
+            "",
+            tool_declarations(tools),
+            "",
+            f"{how_to_call}, for example:",
+            render_call(example.name, example_arguments(example.parameters)),
+            "",
+            *(f"- {rule}" for rule in rules),
+            f"- {how_many} After your calls, stop writing: each result comes back to you in"
+            f" {results_in}.",
+            "- When no tool is needed, answer in plain text, without any call.",
+        ]
+    )
 
 
 def tool_declarations(tools: Sequence[ToolSpec]) -> str:
