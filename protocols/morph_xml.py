@@ -252,9 +252,10 @@ _FINAL_AT_CLOSE = frozenset({"integer", "number", "boolean", "null", "object"})
 
 class _ArgumentStream:
     """Canonical JSON fragments of a Morph-XML call's arguments, as its body streams in:
-    a string argument's text as it arrives, a scalar or object once its tag closes.
-    Anything it cannot be sure of (CDATA, a repeated tag, an array) stops it; the call's
-    arguments are then completed from the final parse."""
+    a string argument's text (CDATA sections included) as it arrives, a scalar or object
+    once its tag closes. Anything it cannot be sure of (a repeated tag, an array, markup
+    inside a non-string value) stops it; the call's arguments are then completed from the
+    final parse."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         properties = schema.get("properties")
@@ -266,6 +267,7 @@ class _ArgumentStream:
         self._key: str | None = None
         self._depth = 0
         self._text: _LayoutTrim | None = None  # set while a string argument streams
+        self._in_cdata = False
         self._raw: list[str] = []
 
     def closing_suffix(self) -> str:
@@ -281,11 +283,23 @@ class _ArgumentStream:
         self._pending = ""
         position = 0
         while self.healthy:
+            if self._in_cdata:
+                position = self._cdata(text, position, out)
+                if self._in_cdata:
+                    break
+                continue
             found = _ARGUMENT_TAG.search(text, position)
             end = found.start() if found else len(text)
-            if self._key is not None and text.find("<!", position, end) != -1:
-                self.healthy = False  # CDATA or a comment inside a value: read it at the end
-                break
+            markup = text.find("<!", position, end) if self._key is not None else -1
+            if markup != -1:
+                if self._text is None or not text.startswith(CDATA_START, markup):
+                    self.healthy = False  # a comment, or CDATA in a non-string value
+                    break
+                self._content(text[position:markup], out)
+                out.append(canonical_string(self._text.enter_cdata()))
+                self._in_cdata = True
+                position = markup + len(CDATA_START)
+                continue
             if found is None:
                 bracket = text.rfind("<", max(position, len(text) - MAX_OPEN_TAG_CHARS))
                 if bracket != -1 and ">" not in text[bracket:]:
@@ -296,6 +310,18 @@ class _ArgumentStream:
             self._tag(found, out)
             position = found.end()
         return out
+
+    def _cdata(self, text: str, position: int, out: list[str]) -> int:
+        """Send a CDATA section's text as it is; returns where reading goes on."""
+        end = text.find(CDATA_END, position)
+        if end == -1:
+            safe = position + partial_token_start(text[position:], (CDATA_END,))
+            out.append(canonical_string(text[position:safe]))
+            self._pending = text[safe:]
+            return len(text)
+        out.append(canonical_string(text[position:end]))
+        self._in_cdata = False
+        return end + len(CDATA_END)
 
     def _content(self, text: str, out: list[str]) -> None:
         if self._text is not None:
@@ -365,6 +391,7 @@ class _LayoutTrim:
     shows the value is multi-line, and trailing whitespace until text follows it."""
 
     def __init__(self) -> None:
+        self._cdata_seen = False
         self._head: list[str] | None = []  # the first line(s), while undecided
         self._head_has_text = False
         self._head_broken = False  # a line break followed the first text
@@ -403,7 +430,20 @@ class _LayoutTrim:
         self._head_broken = True
         return bool(text[line_break + 1 :].strip())
 
+    def enter_cdata(self) -> str:
+        """A CDATA section begins. From here on the value is kept as written, except the
+        whitespace before its first and after its last section: what was held is due."""
+        self._cdata_seen = True
+        if self._head is not None:
+            held, self._head = "".join(self._head).lstrip(), None
+        else:
+            held = self._whitespace
+        self._whitespace = ""
+        return held
+
     def finish(self) -> str:
+        if self._cdata_seen:
+            return ""
         if self._head is not None:
             return "".join(self._head).strip()
         trailing = self._whitespace
