@@ -303,6 +303,24 @@ def test_string_argument_streams_before_its_tag_closes() -> None:
     check_contract(result)
 
 
+def test_cdata_string_argument_streams_before_its_section_ends() -> None:
+    pieces = [
+        "<search><query>\n<![CDATA[if a < b:\n",
+        "    x = '</search>'\n",
+        "]]>\n</query>",
+        "</search>",
+    ]
+    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces))
+    batches = [fragments(batch) for batch in result.batches]
+    assert "if a < b:\\n" in batches[0]
+    assert "</search>" in batches[1]
+    [call] = result.calls
+    assert call.input == {"query": "if a < b:\n    x = '</search>'\n"}
+    assert "".join(batches) == call.arguments
+    assert result.errors == []
+    check_contract(result)
+
+
 def test_large_content_streams_in_manyfragments() -> None:
     content = "".join(f"line {i}: if a < b && c > d: print('<div>') é 😀\n" for i in range(4500))
     assert len(content) > 200_000
