@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from protocols import protocol_names
 
 from .app import build_router
+from .metrics import reset_multiprocess_dir
 from .routing import RoutesFileError
 from .settings import Settings
 
@@ -108,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"toolcall-proxy: bad configuration:\n{error}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_CONFIGURATION) from None
     print(banner(settings), flush=True)
+    reset_multiprocess_dir()
     uvicorn.run(
         "service.app:app_from_environment",
         factory=True,
@@ -115,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         port=settings.proxy_port,
         workers=args.workers,
         log_level=args.log_level,
+        # The proxy's own access line carries more (request id, model, calls); one is enough.
+        access_log=not settings.access_log,
         loop="auto",
         http="auto",
     )

@@ -4,21 +4,25 @@ closed in the lifespan; every route hands its request to the module that does th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from protocols import get_protocol
 
+from .access_log import use_stderr_unless_configured
 from .auth import ClientKeys
 from .completions import create_completion
 from .context import ProxyContext
+from .debug import ParserDebug
 from .errors import UPSTREAM_ERROR, error_body, install_error_handlers
-from .observer import CompletionObserver
+from .metrics import ProxyMetrics
 from .passthrough import forward, list_models, upstream_ready
 from .routing import Router, Target, load_routes
 from .settings import DEMO_MOUNT_PATH, Settings
+from .telemetry import RequestTelemetry
 from .upstream import Upstream, build_client
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -36,12 +40,17 @@ def build_router(settings: Settings) -> Router:
     return Router(default, routes)
 
 
-def create_app(settings: Settings, observer: CompletionObserver | None = None) -> FastAPI:
-    """The proxy as an ASGI app. Raises `RoutesFileError` for a bad routes file.
+def create_app(settings: Settings) -> FastAPI:
+    """The proxy as an ASGI app, with its own metrics registry. Raises `RoutesFileError`
+    for a bad routes file.
 
     >>> uvicorn.run(create_app(Settings(upstream_base_url="http://127.0.0.1:8001/v1")))
     """
     router = build_router(settings)
+    metrics = ProxyMetrics()
+    debug = ParserDebug.configured(settings.debug_parser_mw, settings.debug_parser_mw_style)
+    if settings.access_log or debug is not None:
+        use_stderr_unless_configured()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -50,17 +59,28 @@ def create_app(settings: Settings, observer: CompletionObserver | None = None) -
             read_timeout=settings.upstream_read_timeout,
             max_connections=settings.upstream_max_connections,
         )
-        async with client:
-            upstream = Upstream(client, total_timeout=settings.upstream_total_timeout)
-            app.state.context = ProxyContext(
-                settings, upstream, router, observer or CompletionObserver()
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(client)
+            stack.callback(metrics.close)
+            if settings.metrics_port is not None:
+                stack.enter_context(
+                    metrics.served_on(settings.effective_metrics_host, settings.metrics_port)
+                )
+            upstream = Upstream(
+                client, total_timeout=settings.upstream_total_timeout, metrics=metrics
             )
+            app.state.context = ProxyContext(settings, upstream, router, metrics, debug)
             yield
 
     app = FastAPI(
         title="toolcall-proxy", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     install_error_handlers(app)
+    app.add_middleware(
+        RequestTelemetry,
+        metrics=metrics,
+        log_format=settings.log_format if settings.access_log else None,
+    )
     client_key = [Depends(ClientKeys(settings.proxy_api_keys))]
 
     @app.post("/v1/chat/completions", dependencies=client_key)
@@ -87,6 +107,12 @@ def create_app(settings: Settings, observer: CompletionObserver | None = None) -
             "upstream is not answering GET /models", error_type=UPSTREAM_ERROR, code="not_ready"
         )
         return JSONResponse(body, status_code=503)
+
+    if settings.metrics_port is None:  # else only the metrics port serves them
+
+        @app.get("/metrics")
+        async def prometheus_metrics() -> Response:
+            return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     if settings.uses_demo_upstream:
         # Imported only here: a deployment with a real upstream never loads the demo.

@@ -40,10 +40,12 @@ class DeltaMapper:
         *,
         think_as_reasoning: bool,
         single_call: bool,
+        on_call: Callable[[str], None] | None = None,
         on_dropped_call: Callable[[str], None] | None = None,
     ) -> None:
         self._think_as_reasoning = think_as_reasoning
         self._single_call = single_call
+        self._on_call = on_call  # told each completed call's name
         self._on_dropped_call = on_dropped_call
         self._in_think = False
         self._indexes: dict[str, int] = {}  # call id -> index, for every call whose start went out
@@ -76,13 +78,18 @@ class DeltaMapper:
 
     def _complete(self, call: ToolCall) -> list[Delta]:
         if call.id in self._indexes:  # incremental: its start and fragments already went out
-            self.completed_calls += 1
+            self._completed(call.name)
             return []
         if call.id in self._dropped or not self._admit(call.id, call.name):
             return []
-        self.completed_calls += 1
+        self._completed(call.name)
         index = self._indexes[call.id]
         return [_call_start(index, call.id, call.name), _call_arguments(index, call.arguments)]
+
+    def _completed(self, name: str) -> None:
+        self.completed_calls += 1
+        if self._on_call is not None:
+            self._on_call(name)
 
     def _admit(self, call_id: str, name: str) -> bool:
         """Give the call the next index, or drop it when only one call is allowed."""

@@ -4,6 +4,7 @@ by relaying (nothing to parse), parsing a stream, parsing a whole answer, or for
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -17,11 +18,14 @@ from protocols import Protocol
 from .chat_request import ChatRequest, ChoiceMode, content_text, parse_chat_request
 from .chunks import MessageBuilder, finish_reason
 from .context import ProxyContext
+from .debug import ParserTrace
 from .disconnect import while_connected
 from .forced_call import forced_call_completion, forced_call_deltas, forced_call_events
+from .observer import CompletionObserver
 from .parsing import OutputParsing
 from .relay import RelayResponse
 from .request_body import read_limited
+from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
 from .streaming import stream_completion
@@ -37,7 +41,10 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
     """`POST /v1/chat/completions`."""
     raw = await read_limited(request, context.settings.max_request_bytes)
     chat = parse_chat_request(raw)
-    target = context.router.target_for(chat.body.get("model"))
+    record = request_record(request)
+    model = chat.body.get("model")
+    record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
+    target = context.router.target_for(model)
     exchange = _Exchange(request, context, chat, target)
     if not needs_rewrite(chat):
         # Pure pass-through: the body as it came (unless a route renames the model), the
@@ -64,6 +71,7 @@ def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[st
         builder.add(mapper.deltas(parsing.parse_whole(content_text(message.get("content")))))
         reason = finish_reason(choice.get("finish_reason"), mapper)
         choices.append({**choice, "message": builder.message(message), "finish_reason": reason})
+    parsing.observer.usage(answer.get("usage"))
     return {**answer, "choices": choices}
 
 
@@ -91,6 +99,7 @@ class _Exchange:
     async def parsed(self, protocol: Protocol, body: bytes) -> Response:
         """Tools offered: the model's text parsed into content and calls."""
         chat, settings = self._chat, self._context.settings
+        observer, trace = self._observers(protocol)
         parsing = OutputParsing(
             protocol=protocol,
             tools=chat.tools,
@@ -98,10 +107,11 @@ class _Exchange:
             unknown_tools=settings.unknown_tools,
             think_as_reasoning=settings.think_as_reasoning,
             single_call=chat.single_call,
-            observer=self._context.observer,
+            observer=observer,
+            trace=trace,
         )
         if not chat.stream:
-            return JSONResponse(parsed_completion(await self._answer(body), parsing))
+            return _json_response(parsed_completion(await self._answer(body), parsing), trace)
         headers = self._context.headers_for(self._request, self._target, relay=False)
         opening = self._context.upstream.open_stream(
             "POST", self._url, headers=headers, content=body
@@ -110,25 +120,31 @@ class _Exchange:
         events = stream_completion(
             stream, parsing, include_usage=chat.include_usage, fallback_model=self._model_name()
         )
-        return EventSourceResponse(
-            events,
-            ping=KEEPALIVE_PING_SECONDS,
-            sep="\n",
-            # Closes the upstream even if the client left before the first event was pulled.
-            background=BackgroundTask(stream.aclose),
-        )
+        # Closes the upstream even if the client left before the first event was pulled.
+        return _event_response(events, trace, background=BackgroundTask(stream.aclose))
 
     async def forced_call(self, protocol: Protocol, body: bytes) -> Response:
         """Tool-choice mode: one whole upstream answer, exactly one call back."""
         chat = self._chat
+        observer, trace = self._observers(protocol)
         answer = await self._answer(body)
-        deltas = forced_call_deltas(answer, chat, protocol, self._context.observer)
+        deltas = forced_call_deltas(answer, chat, protocol, observer, trace)
         if not chat.stream:
-            return JSONResponse(forced_call_completion(answer, deltas))
+            return _json_response(forced_call_completion(answer, deltas), trace)
         events = forced_call_events(
             answer, deltas, include_usage=chat.include_usage, fallback_model=self._model_name()
         )
-        return EventSourceResponse(events, ping=KEEPALIVE_PING_SECONDS, sep="\n")
+        return _event_response(events, trace)
+
+    def _observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
+        """Who hears about this completion: the metrics always, the debug trace if it is on."""
+        record = request_record(self._request)
+        observer = CompletionObserver(protocol.name, self._context.metrics, record)
+        debug = self._context.debug
+        trace = (
+            None if debug is None else debug.trace(record.request_id, protocol, self._chat.tools)
+        )
+        return observer, trace
 
     async def _answer(self, body: bytes) -> dict[str, Any]:
         headers = self._context.headers_for(self._request, self._target, relay=False)
@@ -141,6 +157,22 @@ class _Exchange:
         """The model an answer names when the upstream's chunks name none."""
         model = self._chat.body.get("model")
         return model if isinstance(model, str) and model else UNNAMED_MODEL
+
+
+def _json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
+    if trace is not None:
+        trace.client_answer(answer)
+    return JSONResponse(answer)
+
+
+def _event_response(
+    events: AsyncIterator[bytes],
+    trace: ParserTrace | None,
+    background: BackgroundTask | None = None,
+) -> Response:
+    if trace is not None:
+        events = trace.client_events(events)
+    return EventSourceResponse(events, ping=KEEPALIVE_PING_SECONDS, sep="\n", background=background)
 
 
 def _json(body: dict[str, Any]) -> bytes:

@@ -1,5 +1,5 @@
 """What every endpoint shares for the app's lifetime: settings, the upstream client, the
-model router and the observer, plus the upstream headers a request gets."""
+model router, the metrics and the parser debug mode, plus the upstream headers a request gets."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
+from .debug import ParserDebug
 from .headers import HeaderPairs, upstream_authorization, upstream_headers
-from .observer import CompletionObserver
+from .metrics import ProxyMetrics
 from .routing import Router, Target
 from .settings import Settings
 from .upstream import Upstream
@@ -19,7 +20,8 @@ class ProxyContext:
     settings: Settings
     upstream: Upstream
     router: Router
-    observer: CompletionObserver
+    metrics: ProxyMetrics
+    debug: ParserDebug | None  # None: DEBUG_PARSER_MW=off
 
     def headers_for(self, request: Request, target: Target, *, relay: bool) -> HeaderPairs:
         """The client's headers as the upstream should see them, with the right key."""

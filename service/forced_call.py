@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from protocols import Protocol
+from protocols import OnError, Part, Protocol
 from protocols.tool_choice import parse_tool_choice
 
 from .chat_request import ChatRequest, content_text
 from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder
+from .debug import ParserTrace, parse_traced
 from .observer import CompletionObserver
 from .rewrite import offered_tools
 from .sse import DONE_EVENT, data_event
@@ -20,19 +21,28 @@ TOOL_CALLS = "tool_calls"
 
 
 def forced_call_deltas(
-    answer: dict[str, Any], request: ChatRequest, protocol: Protocol, observer: CompletionObserver
+    answer: dict[str, Any],
+    request: ChatRequest,
+    protocol: Protocol,
+    observer: CompletionObserver,
+    trace: ParserTrace | None,
 ) -> list[Delta]:
     """The one call in the upstream's answer, as the deltas that announce it."""
     choices = answer.get("choices") or [{}]
-    message = choices[0].get("message") or {}
-    call = parse_tool_choice(
-        content_text(message.get("content")),
-        protocol,
-        offered_tools(request),
-        default_name=request.named_tool,
-        on_error=observer.parse_error,
-    )
-    return DeltaMapper(think_as_reasoning=False, single_call=True).deltas([call])
+    text = content_text((choices[0].get("message") or {}).get("content"))
+
+    def parse(on_error: OnError) -> list[Part]:
+        tools = offered_tools(request)
+        return [
+            parse_tool_choice(
+                text, protocol, tools, default_name=request.named_tool, on_error=on_error
+            )
+        ]
+
+    parts = parse_traced(trace, text, parse, observer.parse_error)
+    observer.usage(answer.get("usage"))
+    mapper = DeltaMapper(think_as_reasoning=False, single_call=True, on_call=observer.tool_call)
+    return mapper.deltas(parts)
 
 
 def forced_call_completion(answer: dict[str, Any], deltas: list[Delta]) -> dict[str, Any]:

@@ -1,23 +1,53 @@
-"""The seam through which a completion reports what happened inside it (parse errors, calls
-dropped by `parallel_tool_calls: false`); metrics and tracing subclass it."""
+"""The seam through which one completion reports what happened inside it (calls sent, parse
+errors, calls dropped by `parallel_tool_calls: false`, the upstream's token usage): counted
+in the metrics by protocol, and noted in the request's record for its access line."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from protocols import ParseError
+
+from .metrics import ProxyMetrics
+from .request_record import RequestRecord
 
 logger = logging.getLogger(__name__)
 
 
 class CompletionObserver:
-    """Told about events inside completions; this default only logs them at debug level.
+    """Told about events inside one completion written in `protocol`.
 
     Model output may hold user data, so nothing here logs it above debug.
+
+    >>> observer = CompletionObserver("json-mix", metrics, record)
+    >>> parser = protocol.stream_parser(tools, on_error=observer.parse_error)
     """
 
+    def __init__(self, protocol: str, metrics: ProxyMetrics, record: RequestRecord) -> None:
+        self._protocol = protocol
+        self._metrics = metrics
+        self._record = record
+        record.protocol = protocol
+
+    def tool_call(self, name: str) -> None:
+        self._metrics.tool_calls.labels(self._protocol, self._metrics.tool_label(name)).inc()
+        self._record.tool_calls += 1
+
     def parse_error(self, error: ParseError) -> None:
+        self._metrics.parse_failures.labels(self._protocol, error.kind).inc()
         logger.debug("model output kept as text (%s): %s", error.kind, error.message)
 
     def dropped_call(self, name: str) -> None:
+        self._metrics.dropped_calls.labels(self._protocol).inc()
         logger.debug("dropped call to %r: parallel_tool_calls is false", name)
+
+    def usage(self, usage: Any) -> None:
+        """The upstream's `usage` object, whatever it holds."""
+        if isinstance(usage, dict):
+            self._record.prompt_tokens = _token_count(usage.get("prompt_tokens"))
+            self._record.completion_tokens = _token_count(usage.get("completion_tokens"))
+
+
+def _token_count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0

@@ -1,13 +1,23 @@
 """How one request's model output is parsed: its protocol, its tools and the deployment's
-parser options, handing out fresh parsers and delta mappers per choice."""
+parser options, handing out fresh parsers and delta mappers per choice (traced when
+DEBUG_PARSER_MW is on)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols import ArgumentsMode, Part, Protocol, StreamParser, ToolSpec, UnknownTools
+from protocols import (
+    ArgumentsMode,
+    OnError,
+    Part,
+    Protocol,
+    StreamParser,
+    ToolSpec,
+    UnknownTools,
+)
 
 from .chunks import DeltaMapper
+from .debug import ParserTrace, parse_traced
 from .observer import CompletionObserver
 
 
@@ -26,24 +36,35 @@ class OutputParsing:
     think_as_reasoning: bool
     single_call: bool
     observer: CompletionObserver
+    trace: ParserTrace | None = None
 
     def stream_parser(self) -> StreamParser:
-        return self.protocol.stream_parser(
-            self.tools,
-            on_error=self.observer.parse_error,
-            mode=self.arguments_mode,
-            unknown_tools=self.unknown_tools,
-        )
+        if self.trace is None:
+            return self._stream_parser(self.observer.parse_error)
+        return self.trace.stream_parser(self._stream_parser, self.observer.parse_error)
 
     def parse_whole(self, text: str) -> list[Part]:
         """A complete text at once: atomic, so a call cut short stays text."""
-        return self.protocol.parse(
-            text, self.tools, on_error=self.observer.parse_error, unknown_tools=self.unknown_tools
-        )
+
+        def parse(on_error: OnError) -> list[Part]:
+            return self.protocol.parse(
+                text, self.tools, on_error=on_error, unknown_tools=self.unknown_tools
+            )
+
+        return parse_traced(self.trace, text, parse, self.observer.parse_error)
 
     def mapper(self) -> DeltaMapper:
         return DeltaMapper(
             think_as_reasoning=self.think_as_reasoning,
             single_call=self.single_call,
+            on_call=self.observer.tool_call,
             on_dropped_call=self.observer.dropped_call,
+        )
+
+    def _stream_parser(self, on_error: OnError) -> StreamParser:
+        return self.protocol.stream_parser(
+            self.tools,
+            on_error=on_error,
+            mode=self.arguments_mode,
+            unknown_tools=self.unknown_tools,
         )

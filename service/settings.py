@@ -3,13 +3,19 @@ flags into the same variables so that every uvicorn worker sees one configuratio
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from protocols import ArgumentsMode, UnknownTools, protocol_names
+
+from .access_log import LogFormat
+from .debug import DebugMode, HighlightStyle
+
+logger = logging.getLogger(__name__)
 
 MEBIBYTE = 1024 * 1024
 # Generous for long agent histories (Roo Code sends whole files back as tool results), yet
@@ -44,6 +50,14 @@ class Settings(BaseSettings):
     think_as_reasoning: bool = False
     tool_arguments_streaming: ArgumentsMode = ArgumentsMode.INCREMENTAL
     unknown_tools: UnknownTools = UnknownTools.CALL
+    metrics_port: int | None = Field(
+        default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"
+    )
+    metrics_host: str | None = Field(default=None, description="default: PROXY_HOST")
+    access_log: bool = True
+    log_format: LogFormat = LogFormat.TEXT
+    debug_parser_mw: DebugMode = DebugMode.OFF
+    debug_parser_mw_style: HighlightStyle = HighlightStyle.BG
 
     @field_validator("tool_protocol")
     @classmethod
@@ -58,6 +72,24 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return tuple(key.strip() for key in value.split(",") if key.strip())
         return value
+
+    @field_validator("debug_parser_mw", "debug_parser_mw_style", mode="before")
+    @classmethod
+    def _known_debug_option(cls, value: object, info: ValidationInfo) -> object:
+        """A debugging aid must not stop the proxy: an unknown value is warned about and
+        replaced by the default."""
+        field = cls.model_fields[str(info.field_name)]
+        allowed = [member.value for member in type(field.default)]
+        if isinstance(value, str) and value.lower() in allowed:
+            return value.lower()
+        logger.warning(
+            "%s=%r is not one of %s; using %s",
+            str(info.field_name).upper(),
+            value,
+            ", ".join(allowed),
+            field.default.value,
+        )
+        return field.default
 
     @field_validator("upstream_base_url", mode="before")
     @classmethod
@@ -77,3 +109,7 @@ class Settings(BaseSettings):
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
         return f"http://{host}:{self.proxy_port}{DEMO_MOUNT_PATH}/v1"
+
+    @property
+    def effective_metrics_host(self) -> str:
+        return self.metrics_host or self.proxy_host

@@ -16,6 +16,7 @@ from .errors import (
     UpstreamStatusError,
     error_body,
 )
+from .metrics import UpstreamFailure
 from .parsing import OutputParsing
 from .sse import DONE, DONE_EVENT, data_event, data_payloads
 from .upstream import UpstreamStream
@@ -73,11 +74,14 @@ async def stream_completion(
     encoder: ChunkEncoder | None = None
     choices: dict[int, _ChoiceStream] = {}
     usage = None
+    payloads = data_payloads(stream.lines())
+    if parsing.trace is not None:
+        payloads = parsing.trace.upstream_payloads(payloads)
     try:
-        async for payload in data_payloads(stream.lines()):
+        async for payload in payloads:
             if payload == DONE:
                 break
-            chunk = _decoded(payload)
+            chunk = _decoded(payload, stream)
             if encoder is None:
                 encoder = ChunkEncoder.matching(chunk, fallback_model)
             usage = chunk.get("usage") or usage
@@ -101,6 +105,7 @@ async def stream_completion(
             if not choice.finished:  # the upstream ended without a finish_reason
                 for event in choice.finish(None):
                     yield event
+        parsing.observer.usage(usage)
         if include_usage and usage is not None:
             yield data_event(encoder.usage(usage))
         yield DONE_EVENT
@@ -114,13 +119,14 @@ async def stream_completion(
         await stream.aclose()
 
 
-def _decoded(payload: str) -> dict[str, Any]:
-    """One upstream chunk; an upstream `error` event or a garbled chunk raises."""
+def _decoded(payload: str, stream: UpstreamStream) -> dict[str, Any]:
+    """One upstream chunk; an upstream `error` event or a garbled chunk is counted, raised."""
     try:
         chunk = json.loads(payload)
     except ValueError:
         chunk = None
     if not isinstance(chunk, dict):
+        stream.failed(UpstreamFailure.BAD_RESPONSE)
         raise ProxyError(
             502,
             "upstream sent a chunk that is not a JSON object",
@@ -128,5 +134,6 @@ def _decoded(payload: str) -> dict[str, Any]:
             code="upstream_bad_chunk",
         )
     if "error" in chunk:
+        stream.failed(UpstreamFailure.MID_STREAM)
         raise UpstreamStatusError(502, payload.encode())
     return chunk

@@ -4,6 +4,7 @@ shared `httpx.AsyncClient`, under the total deadline, with failures mapped to `P
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ import httpx
 
 from .errors import UPSTREAM_ERROR, ProxyError, UpstreamStatusError
 from .headers import HeaderPairs
+from .metrics import ProxyMetrics, UpstreamFailure
 
 # An upstream error body is read only this far: enough for any real error message, and an
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
@@ -22,6 +24,14 @@ CLOSE_TIMEOUT_SECONDS = 5.0
 Item = TypeVar("Item")
 
 UPSTREAM_FAILURES = (httpx.RequestError, httpx.StreamError, TimeoutError)
+
+
+def failure_kind(exc: BaseException, *, mid_stream: bool) -> UpstreamFailure:
+    """How a transport failure is counted: timeouts apart, then by whether the 2xx status
+    had already come."""
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return UpstreamFailure.TIMEOUT
+    return UpstreamFailure.MID_STREAM if mid_stream else UpstreamFailure.CONNECT
 
 
 def upstream_failure(exc: BaseException) -> ProxyError:
@@ -68,9 +78,13 @@ class UpstreamStream:
             await stream.aclose()
     """
 
-    def __init__(self, response: httpx.Response, deadline: float) -> None:
+    def __init__(
+        self, response: httpx.Response, deadline: float, metrics: ProxyMetrics, started: float
+    ) -> None:
         self.response = response
         self._deadline = deadline
+        self._metrics = metrics
+        self._started: float | None = started  # None once the duration is recorded
 
     @property
     def status_code(self) -> int:
@@ -101,9 +115,17 @@ class UpstreamStream:
                         return
                 yield item
         except UPSTREAM_FAILURES as exc:
+            self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=True)).inc()
             raise upstream_failure(exc) from exc
 
+    def failed(self, kind: UpstreamFailure) -> None:
+        """Count a failure its reader found in the body (an error event, a garbled chunk)."""
+        self._metrics.upstream_errors.labels(kind).inc()
+
     async def aclose(self) -> None:
+        if self._started is not None:
+            self._metrics.upstream_duration.observe(time.perf_counter() - self._started)
+            self._started = None
         # Shielded: this runs while the client's cancellation is being delivered.
         with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS, shield=True):
             await self.response.aclose()
@@ -112,13 +134,16 @@ class UpstreamStream:
 class Upstream:
     """Requests to the upstream, each bounded by the total timeout.
 
-    >>> upstream = Upstream(client, total_timeout=600)
+    >>> upstream = Upstream(client, total_timeout=600, metrics=metrics)
     >>> answer = await upstream.request_json("POST", url, headers=headers, content=body)
     """
 
-    def __init__(self, client: httpx.AsyncClient, *, total_timeout: float) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient, *, total_timeout: float, metrics: ProxyMetrics
+    ) -> None:
         self.client = client
         self._total_timeout = total_timeout
+        self._metrics = metrics
 
     async def request_json(
         self,
@@ -130,18 +155,23 @@ class Upstream:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send, return the decoded JSON object answer; any failure raises `ProxyError`."""
+        started = time.perf_counter()
         try:
             async with asyncio.timeout(timeout or self._total_timeout):
                 response = await self.client.request(method, url, content=content, headers=headers)
         except UPSTREAM_FAILURES as exc:
-            raise upstream_failure(exc) from exc
+            raise self._failure(exc) from exc
+        finally:
+            self._metrics.upstream_duration.observe(time.perf_counter() - started)
         if response.status_code >= 400:
+            self._metrics.upstream_errors.labels(UpstreamFailure.STATUS).inc()
             raise UpstreamStatusError(response.status_code, response.content)
         try:
             answer = response.json()
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
+            self._metrics.upstream_errors.labels(UpstreamFailure.BAD_RESPONSE).inc()
             raise ProxyError(
                 502,
                 "upstream answered with a body that is not a JSON object",
@@ -160,6 +190,7 @@ class Upstream:
         params: str | None = None,
     ) -> UpstreamStream:
         """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body."""
+        started = time.perf_counter()
         deadline = asyncio.get_running_loop().time() + self._total_timeout
         request = self.client.build_request(
             method, url, headers=headers, content=content, params=params
@@ -168,10 +199,12 @@ class Upstream:
             async with asyncio.timeout_at(deadline):
                 response = await self.client.send(request, stream=True)
         except UPSTREAM_FAILURES as exc:
-            raise upstream_failure(exc) from exc
-        stream = UpstreamStream(response, deadline)
+            self._metrics.upstream_duration.observe(time.perf_counter() - started)
+            raise self._failure(exc) from exc
+        stream = UpstreamStream(response, deadline, self._metrics, started)
         if response.status_code < 400:
             return stream
+        stream.failed(UpstreamFailure.STATUS)
         try:
             async with asyncio.timeout_at(deadline):
                 error_bytes = await _read_prefix(stream.response, MAX_ERROR_BODY_BYTES)
@@ -180,6 +213,11 @@ class Upstream:
         finally:
             await stream.aclose()
         raise UpstreamStatusError(response.status_code, error_bytes)
+
+    def _failure(self, exc: BaseException) -> ProxyError:
+        """Count a failure before the status came, and make it the client's error."""
+        self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=False)).inc()
+        return upstream_failure(exc)
 
 
 async def _read_prefix(response: httpx.Response, limit: int) -> bytes:

@@ -5,6 +5,7 @@ kustomize renders them, each also checked by a real validator where one installs
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,6 +19,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from servers import Proxy
 
 from service.app import create_app
 from service.settings import Settings
@@ -25,6 +28,7 @@ from service.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "k8s"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
+DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "toolcall-proxy.json"
 
 # What the proxy serves, in one place: its image's port and its probe and metrics paths
 # (the probe paths are checked against the app's routes below).
@@ -35,6 +39,13 @@ METRICS_PATH = "/metrics"
 PROXY_CONTAINER = "proxy"
 # Kubernetes' schema version to validate against: the oldest minor release still commonly run.
 KUBERNETES_VERSION = "1.30"
+# The series each metric type exposes (prometheus-client's `_created` samples aside).
+SERIES_SUFFIXES = {
+    "counter": ("_total",),
+    "gauge": ("",),
+    "histogram": ("_bucket", "_count", "_sum"),
+}
+METRIC_NAME = re.compile(r"\btoolcall_proxy_\w+")
 # Kinds that Kubernetes' schemas do not cover (Prometheus Operator CRDs); checked by hand below.
 CUSTOM_KINDS = frozenset({"ServiceMonitor"})
 
@@ -379,3 +390,48 @@ def test_grafana_reads_the_compose_prometheus_and_the_mounted_dashboards_folder(
     assert [port.rsplit(":", 1)[1] for port in prometheus_ports] == ["9090"]
     assert grafana_mounts["./deploy/grafana/dashboards"] == provider["options"]["path"]
     assert grafana_mounts["./deploy/grafana/provisioning"] == "/etc/grafana/provisioning"
+
+
+def dashboard_queries() -> list[str]:
+    """The PromQL of every panel target of the Grafana dashboard."""
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    return [target["expr"] for panel in panels for target in panel.get("targets", ())]
+
+
+def exported_series(proxy: Proxy) -> set[str]:
+    """Every series name the live proxy's /metrics declares, labelled values seen or not
+    (creation timestamps aside: nobody charts them)."""
+    response = proxy.http.get(METRICS_PATH)
+    assert response.status_code == 200
+    return {
+        family.name + suffix
+        for family in text_string_to_metric_families(response.text)
+        if not family.name.endswith("_created")
+        for suffix in SERIES_SUFFIXES[family.type]
+    }
+
+
+def test_dashboard_queries_name_only_metrics_the_proxy_exports(proxy: Proxy) -> None:
+    named = {name for query in dashboard_queries() for name in METRIC_NAME.findall(query)}
+
+    assert named
+    assert named - exported_series(proxy) == set()
+
+
+def test_dashboard_shows_every_metric_the_proxy_exports(proxy: Proxy) -> None:
+    queries = "\n".join(dashboard_queries())
+    exported = {name.removesuffix("_bucket") for name in exported_series(proxy)}
+    unshown = {
+        name for name in exported if name not in queries and not name.endswith(("_count", "_sum"))
+    }
+
+    assert unshown == set()
+
+
+def test_dashboard_panels_read_the_provisioned_prometheus_datasource() -> None:
+    provisioning = ROOT / "deploy" / "grafana" / "provisioning"
+    [datasource] = load_yaml(provisioning / "datasources" / "prometheus.yml")["datasources"]
+    panels = [panel for panel in json.loads(DASHBOARD.read_text())["panels"] if "targets" in panel]
+
+    assert panels
+    assert {panel["datasource"]["uid"] for panel in panels} == {datasource["uid"]}

@@ -1,0 +1,75 @@
+"""One access line per request on the `toolcall_proxy.access` logger: JSON when
+LOG_FORMAT=json, a human-readable line otherwise. Paths are logged without their query
+string and no header is logged, so keys sent either way never reach the log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from enum import StrEnum
+from typing import Any
+
+from .request_record import RequestRecord
+
+LOGGER_NAME = "toolcall_proxy"  # the parent of the access and debug loggers
+access_logger = logging.getLogger(f"{LOGGER_NAME}.access")
+# A model name is the client's string: logged whole up to here, then cut.
+MAX_LOGGED_MODEL_CHARS = 128
+MILLISECONDS = 1000
+
+
+class LogFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+def log_access(record: RequestRecord, log_format: LogFormat) -> None:
+    fields = _fields(record)
+    if log_format is LogFormat.JSON:
+        access_logger.info(json.dumps(fields, ensure_ascii=False))
+    else:
+        access_logger.info(_text_line(fields))
+
+
+def use_stderr_unless_configured() -> None:
+    """Give the proxy's loggers a stderr handler at INFO, unless the application that runs
+    the proxy has configured logging already (then its handlers and levels rule)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+
+
+def _fields(record: RequestRecord) -> dict[str, Any]:
+    model = record.model[:MAX_LOGGED_MODEL_CHARS] if record.model is not None else None
+    return {
+        "request_id": record.request_id,
+        "method": record.method,
+        "path": record.path,
+        "status": record.status,
+        "duration_ms": round(record.duration * MILLISECONDS, 1),
+        "model": model,
+        "protocol": record.protocol,
+        "stream": record.stream,
+        "tool_calls": record.tool_calls,
+        "client_disconnected": record.client_disconnected,
+    }
+
+
+def _text_line(fields: dict[str, Any]) -> str:
+    """`POST /v1/chat/completions 200 12.3ms model="m" protocol=json-mix stream=true
+    tool_calls=1 request_id=...`; the client's strings JSON-quoted, so no newline gets in."""
+    request = json.dumps(f"{fields['method']} {fields['path']}")
+    line = (
+        f"{request} {fields['status']} {fields['duration_ms']}ms"
+        f" model={json.dumps(fields['model'])} protocol={fields['protocol']}"
+        f" stream={json.dumps(fields['stream'])} tool_calls={fields['tool_calls']}"
+        f" request_id={fields['request_id']}"
+    )
+    if fields["client_disconnected"]:
+        line += " client_disconnected=true"
+    return line

@@ -1,0 +1,211 @@
+"""Every Prometheus collector the proxy exports, in one place, and their exposition.
+
+Each app gets its own registry (tests build many apps in one process). With several uvicorn
+workers, set PROMETHEUS_MULTIPROC_DIR: prometheus-client then keeps values in files there
+and every worker's `/metrics` answers with the sum over all workers.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import start_http_server
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+
+from .request_record import RequestRecord
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "toolcall_proxy_"
+MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+# Time to the first byte of a stream: tens of ms for a short cached prompt, tens of seconds
+# for a long prompt's prefill on a busy server.
+FIRST_BYTE_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
+# Whole requests and upstream exchanges: a long agent turn streams for minutes, up to the
+# default total upstream deadline of 600 s.
+DURATION_BUCKETS = (
+    *(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0),
+    *(60.0, 120.0, 180.0, 300.0, 600.0),
+)
+# Label values that clients choose are capped: the first ones seen are kept, later ones are
+# counted as `other`, so a client inventing names cannot grow the series without bound.
+MAX_MODEL_LABELS = 32
+MAX_TOOL_LABELS = 64  # agents declare tens of tools; MCP servers add a few dozen more
+MAX_LABEL_CHARS = 128
+OTHER = "other"
+NONE = "none"
+
+
+class UpstreamFailure(StrEnum):
+    """`kind` of `toolcall_proxy_upstream_errors_total`."""
+
+    STATUS = "status"  # answered 4xx/5xx
+    TIMEOUT = "timeout"  # no answer, or no next byte, in time
+    CONNECT = "connect"  # no connection, or it broke before the status
+    MID_STREAM = "mid_stream"  # broke, or sent an error event, after a 2xx status
+    BAD_RESPONSE = "bad_response"  # 2xx, but a body or chunk that is not a JSON object
+
+
+class BoundedLabel:
+    """Label values for a client-chosen name: the first `limit` distinct ones as themselves,
+    every later (or overlong, or empty) one as "other", and None as "none"."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._kept: set[str] = set()
+
+    def __call__(self, value: str | None) -> str:
+        if value is None:
+            return NONE
+        if value in self._kept:
+            return value
+        if len(self._kept) >= self._limit or not value or len(value) > MAX_LABEL_CHARS:
+            return OTHER
+        self._kept.add(value)
+        return value
+
+
+class ProxyMetrics:
+    """The collectors, registered in `registry` (a fresh one by default).
+
+    >>> metrics = ProxyMetrics()
+    >>> metrics.upstream_errors.labels(UpstreamFailure.TIMEOUT).inc()
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.model_label = BoundedLabel(MAX_MODEL_LABELS)
+        self.tool_label = BoundedLabel(MAX_TOOL_LABELS)
+
+        def counter(name: str, documentation: str, *labels: str) -> Counter:
+            return Counter(PREFIX + name, documentation, labels, registry=self.registry)
+
+        def histogram(name: str, documentation: str, buckets: tuple[float, ...]) -> Histogram:
+            return Histogram(
+                PREFIX + name, documentation, ["route"], registry=self.registry, buckets=buckets
+            )
+
+        self.requests = counter(
+            "requests_total",
+            "HTTP requests answered.",
+            *("route", "model", "protocol", "stream", "status_class"),
+        )
+        self.request_duration = histogram(
+            "request_duration_seconds", "From request to last byte sent.", DURATION_BUCKETS
+        )
+        self.first_byte = histogram(
+            "time_to_first_byte_seconds",
+            "From request to the first body byte of a streamed (SSE) answer.",
+            FIRST_BYTE_BUCKETS,
+        )
+        self.upstream_duration = Histogram(
+            PREFIX + "upstream_request_duration_seconds",
+            "From sending an upstream request to the end of its answer.",
+            registry=self.registry,
+            buckets=DURATION_BUCKETS,
+        )
+        self.upstream_errors = counter("upstream_errors_total", "Upstream failures.", "kind")
+        self.tool_calls = counter(
+            "tool_calls_total", "Tool calls sent to clients.", "protocol", "tool"
+        )
+        self.parse_failures = counter(
+            "parse_failures_total",
+            "Model output that could not become a call as written.",
+            *("protocol", "kind"),
+        )
+        self.dropped_calls = counter(
+            "dropped_tool_calls_total",
+            "Calls beyond the first, dropped because parallel_tool_calls is false.",
+            "protocol",
+        )
+        self.streams_in_progress = Gauge(
+            PREFIX + "streams_in_progress",
+            "SSE answers being sent now.",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        self.client_disconnects = counter(
+            "client_disconnects_total", "Clients that left before their answer ended.", "route"
+        )
+        self.chunks_sent = counter(
+            "sse_chunks_sent_total", "Body chunks written to SSE answers.", "route"
+        )
+        self.bytes_sent = counter("sse_sent_bytes_total", "Bytes written to SSE answers.", "route")
+        self.tokens = counter(
+            "upstream_tokens_total",
+            "Tokens the upstream reported in its usage, by kind (prompt, completion).",
+            *("kind", "model"),
+        )
+        self._exposed = _multiprocess_registry() if _multiprocess() else self.registry
+
+    def observe_request(self, record: RequestRecord) -> None:
+        """Count one finished request (called once, by the telemetry middleware)."""
+        route, model = record.route, self.model_label(record.model)
+        stream = "true" if record.stream else "false"
+        status_class = f"{record.status // 100}xx"
+        self.requests.labels(route, model, record.protocol, stream, status_class).inc()
+        self.request_duration.labels(route).observe(record.duration)
+        if record.first_byte is not None:
+            self.first_byte.labels(route).observe(record.first_byte)
+        if record.event_stream:
+            self.chunks_sent.labels(route).inc(record.chunks_sent)
+            self.bytes_sent.labels(route).inc(record.bytes_sent)
+        if record.client_disconnected:
+            self.client_disconnects.labels(route).inc()
+        if record.prompt_tokens or record.completion_tokens:
+            self.tokens.labels("prompt", model).inc(record.prompt_tokens)
+            self.tokens.labels("completion", model).inc(record.completion_tokens)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format: this process's values, or every worker's summed."""
+        return generate_latest(self._exposed)
+
+    @contextmanager
+    def served_on(self, host: str, port: int) -> Iterator[None]:
+        """Serve the exposition on its own port while the block runs. With several workers
+        (multiprocess mode) the first to bind the port serves the sum; the others skip it."""
+        try:
+            server, thread = start_http_server(port, host, registry=self._exposed)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE or not _multiprocess():
+                raise
+            logger.info("metrics port %d is served by another worker", port)
+            yield
+            return
+        try:
+            yield
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
+
+    def close(self) -> None:
+        """Drop this worker's live gauges from the multiprocess sum when it exits."""
+        if _multiprocess():
+            mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]  # unannotated upstream
+
+
+def _multiprocess() -> bool:
+    return MULTIPROCESS_DIR_VARIABLE in os.environ
+
+
+def _multiprocess_registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # unannotated upstream
+    return registry
+
+
+def reset_multiprocess_dir() -> None:
+    """Remove an earlier run's value files before the workers start: prometheus-client sums
+    every file it finds there, so stale ones would add old counts."""
+    directory = os.environ.get(MULTIPROCESS_DIR_VARIABLE)
+    if directory:
+        for values_file in Path(directory).glob("*.db"):
+            values_file.unlink()

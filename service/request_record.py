@@ -1,0 +1,79 @@
+"""What the proxy learns about one HTTP request, from the wire (status, timings, bytes) and
+from the handler (model, protocol, calls, tokens): read once at the end by the metrics and
+the access log. The telemetry middleware creates it; handlers reach it by `request_record`."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.types import Scope
+
+# The ASGI scope key the record travels under (extension keys are namespaced by convention).
+SCOPE_KEY = "toolcall_proxy.record"
+NO_PROTOCOL = "none"  # the proxy parsed nothing: a relay, a model list, a probe
+# A client's X-Request-ID is echoed and logged only if it looks like an id: anything longer
+# or with other characters could forge log lines, so it is replaced by a fresh one.
+CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+# Endpoint kinds by exact path, then by prefix; a bounded `route` label for any path.
+ROUTE_BY_PATH = {
+    "/v1/chat/completions": "chat",
+    "/v1/models": "models",
+    "/healthz": "probe",
+    "/readyz": "probe",
+    "/metrics": "metrics",
+}
+ROUTE_BY_PREFIX = (("/v1/", "passthrough"), ("/demo/", "demo"))
+OTHER_ROUTE = "other"
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request's facts. Handlers fill the middle block; the middleware the rest."""
+
+    request_id: str
+    method: str
+    path: str
+    route: str
+    # Told by the handler:
+    model: str | None = None
+    protocol: str = NO_PROTOCOL
+    stream: bool = False
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # Seen on the wire:
+    status: int = 0
+    duration: float = 0.0
+    first_byte: float | None = None  # seconds to the first body byte of an event stream
+    event_stream: bool = False
+    chunks_sent: int = 0
+    bytes_sent: int = 0
+    client_disconnected: bool = False
+
+
+def new_record(scope: Scope, client_request_id: str | None) -> RequestRecord:
+    """A record for an HTTP scope, keeping the client's request id when it is a sane one."""
+    path: str = scope["path"]
+    if client_request_id is None or not CLIENT_REQUEST_ID.fullmatch(client_request_id):
+        client_request_id = uuid.uuid4().hex
+    return RequestRecord(client_request_id, scope["method"], path, route_of(path))
+
+
+def route_of(path: str) -> str:
+    route = ROUTE_BY_PATH.get(path)
+    if route is not None:
+        return route
+    for prefix, kind in ROUTE_BY_PREFIX:
+        if path.startswith(prefix):
+            return kind
+    return OTHER_ROUTE
+
+
+def request_record(request: Request) -> RequestRecord:
+    """The record of the request being handled (the telemetry middleware put it there)."""
+    record: RequestRecord = request.scope[SCOPE_KEY]
+    return record
