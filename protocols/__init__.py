@@ -1,6 +1,6 @@
 """Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
 
-from . import json_mix, morph_xml  # noqa: F401  (registers the protocols)
+from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
 from .base import ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
 from .parts import (
     ErrorKind,

@@ -251,6 +251,31 @@ class CallContext:
         arguments = sent + closing
         self.out.call_part(ToolCall(call.id, call.name, arguments, json.loads(arguments), original))
 
+    def reject_call(
+        self,
+        streamed: StreamedCall | None,
+        kind: ErrorKind,
+        message: str,
+        original: str,
+        closing_suffix: str,
+    ) -> None:
+        """A call that ended but does not parse, with the error recorded: text if none of it
+        was sent yet, else the fragments already sent, closed, stand as its arguments."""
+        if streamed is None:
+            self.fall_back_to_text(kind, message, original)
+            return
+        self.error(kind, message, original)
+        self.close_streamed_call(streamed, closing_suffix, original)
+
+    def cut_off_call(self, streamed: StreamedCall | None, original: str) -> None:
+        """The output ended inside a call: unfinished if its start was sent, else text."""
+        if streamed is not None:
+            self.unfinished_call(streamed, original)
+        else:
+            self.fall_back_to_text(
+                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
+            )
+
     def unfinished_call(self, call: StreamedCall, original: str) -> None:
         self.error(ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original)
         self.out.call_part(ToolCallUnfinished(call.id, call.name, original))

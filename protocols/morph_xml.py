@@ -194,12 +194,7 @@ class _MorphCall(CallScanner):
         complete = not self._held and arguments_are_complete(body)
         if complete and self._parse(body, original, streamed_only=True):
             return
-        if self._streamed is not None:
-            self._ctx.unfinished_call(self._streamed, original)
-        else:
-            self._ctx.fall_back_to_text(
-                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
-            )
+        self._ctx.cut_off_call(self._streamed, original)
 
     def _absorb(self, text: str) -> None:
         stream = self._arguments
@@ -233,11 +228,7 @@ class _MorphCall(CallScanner):
                 if isinstance(error, DuplicateStringTagError)
                 else ErrorKind.MALFORMED_XML
             )
-            if self._streamed is not None:
-                ctx.error(kind, str(error), original)
-                ctx.close_streamed_call(self._streamed, closing, original)
-            else:
-                ctx.fall_back_to_text(kind, str(error), original)
+            ctx.reject_call(self._streamed, kind, str(error), original, closing)
             return True
         ctx.complete_call(
             self._tool.name, arguments, original, streamed=self._streamed, closing_suffix=closing

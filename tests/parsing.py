@@ -37,7 +37,7 @@ from protocols import (
     get_protocol,
 )
 
-PROTOCOL_NAMES = ("json-mix", "morph-xml")
+PROTOCOL_NAMES = ("json-mix", "morph-xml", "qwen3-coder")
 MODES = (ArgumentsMode.INCREMENTAL, ArgumentsMode.ATOMIC)
 # How a text is fed: whole, one character at a time, and in pieces of five.
 CHUNKINGS = (

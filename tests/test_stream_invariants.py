@@ -1,4 +1,4 @@
-"""The parser contract, for both protocols: nothing lost, the same calls and text for any
+"""The parser contract, for every protocol: nothing lost, the same calls and text for any
 chunking, well-formed part sequences in both argument modes, no exceptions on any text,
 text released as soon as it cannot become a tag, think blocks never parsed for calls,
 linear work on long outputs, and call segments that point into the text."""
@@ -18,6 +18,7 @@ from parsing import (
     TOOLS,
     Chunks,
     check_contract,
+    fragments,
     run,
 )
 
@@ -32,6 +33,11 @@ from protocols import (
 
 JSON_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
 XML_CALL = "<get_weather><city>Paris</city></get_weather>"
+QWEN_CALL = (
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+    "</tool_call>"
+)
+CALLS = {"json-mix": JSON_CALL, "morph-xml": XML_CALL, "qwen3-coder": QWEN_CALL}
 
 # Outputs of every shape each protocol meets, by name: well-formed ones (calls and text that
 # parse without an error in either mode) and broken or cut-off ones.
@@ -80,6 +86,31 @@ WELL_FORMED: dict[str, dict[str, str]] = {
         "undeclared-tool": "<launch_rocket><when>now</when></launch_rocket>",
         "unicode": "東京 😀 e\u0301 <get_weather><city>東京 😀</city></get_weather> 😀",
     },
+    "qwen3-coder": {
+        "plain-text": "Just text, no calls at all. a < b > c <function> <tool_call> x",
+        "calls-amid-text": "Before " + QWEN_CALL + " between " + QWEN_CALL + " after",
+        "unwrapped": "<function=search>\n<parameter=query>\na < b & c\n</parameter>\n"
+        "<parameter=limit>\n3\n</parameter>\n</function> done",
+        "inline-values": "<tool_call><function=search><parameter=query>x</parameter>"
+        "<parameter=limit>3</parameter></function></tool_call>",
+        "coerced": "<function=configure>\n<parameter=count>\n3\n</parameter>\n"
+        '<parameter=tags>\n["a", "b"]\n</parameter>\n<parameter=options>\n{"depth": 1}\n'
+        "</parameter>\n</function>",
+        "raw-markup-value": "<tool_call>\n<function=write_file>\n<parameter=content>\n"
+        "<div>x</div> &amp; </write_file> <tool_call> </tool_call>\n\n</parameter>\n"
+        "</function>\n</tool_call>",
+        "missing-parameter-ends": "<function=write_file>\n<parameter=path>\na\n"
+        "<parameter=content>\nb\n</function>",
+        "no-arguments": "<tool_call>\n<function=get_time>\n</function>\n</tool_call>",
+        "think": "<think>maybe " + QWEN_CALL + "</think>" + QWEN_CALL,
+        "think-unclosed": "<think>never closed " + QWEN_CALL,
+        "no-end-tag": "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n",
+        "partial-tag-at-end": "Use <tool_call>\n<function=rea",
+        "undeclared-tool": "<function=launch_rocket>\n<parameter=when>\nnow\n</parameter>\n"
+        "</function>",
+        "unicode": "東京 😀 e\u0301 <function=get_weather><parameter=city>東京 😀</parameter>"
+        "</function> 😀",
+    },
 }
 BROKEN: dict[str, dict[str, str]] = {
     "json-mix": {
@@ -95,6 +126,13 @@ BROKEN: dict[str, dict[str, str]] = {
         "cut-off-argument": "<search><query>x</query><limit>5",
         "cut-off-string": "<write_file><content>half written",
         "cut-off-cdata": "<write_file><content><![CDATA[abc</content>",
+    },
+    "qwen3-coder": {
+        "no-function-name": "<tool_call>\n<function=>\n</function>\n</tool_call>",
+        "repeated-parameter": "<function=write_file><parameter=path>a</parameter>"
+        "<parameter=path>b</parameter></function>",
+        "cut-off-value": "<tool_call>\n<function=write_file>\n<parameter=content>\nhalf",
+        "cut-off-tag": "<tool_call>\n<function=search>\n<parameter=query>\nx\n</param",
     },
 }
 CORPUS: dict[str, list[str]] = {
@@ -211,6 +249,11 @@ FRAGMENTS = [
     '<search id="1">',
     "<item>",
     "<![CDATA[",
+    "<function=get_weather>",
+    "<function=write_file>",
+    "<parameter=city>",
+    "<parameter=content>",
+    "</parameter>",
     "]]>",
     "<",
     "</",
@@ -304,6 +347,11 @@ def test_any_json_arguments_arrive_unchanged_for_any_chunking(
         pytest.param("morph-xml", "<read_filex", "<read_filex", id="morph-xml-longer-name"),
         pytest.param("morph-xml", "x <rea", "x ", id="morph-xml-short-prefix"),
         pytest.param("morph-xml", "x <div", "x <div", id="morph-xml-undeclared-prefix"),
+        pytest.param("qwen3-coder", "Hi <tool_call>\n", "Hi ", id="qwen3-coder-wrapper"),
+        pytest.param("qwen3-coder", "Hi <tool_call>\n<func", "Hi ", id="qwen3-coder-partial"),
+        pytest.param("qwen3-coder", "Hi <function=rea", "Hi ", id="qwen3-coder-unwrapped-name"),
+        pytest.param("qwen3-coder", "<tool_call> x", "<tool_call> x", id="qwen3-coder-no-function"),
+        pytest.param("qwen3-coder", "a <function b", "a <function b", id="qwen3-coder-prose"),
     ],
 )
 def test_text_is_released_at_once_except_a_possible_open_tag(
@@ -318,7 +366,7 @@ def _text(parts: list[Any]) -> str:
     return "".join(part.text for part in parts if isinstance(part, TextDelta))
 
 
-@pytest.mark.parametrize(("protocol", "call"), [("json-mix", JSON_CALL), ("morph-xml", XML_CALL)])
+@pytest.mark.parametrize(("protocol", "call"), CALLS.items())
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("chunks", CHUNKINGS)
 def test_calls_inside_think_blocks_stay_text(
@@ -333,7 +381,7 @@ def test_calls_inside_think_blocks_stay_text(
     check_contract(result)
 
 
-@pytest.mark.parametrize(("protocol", "call"), [("json-mix", JSON_CALL), ("morph-xml", XML_CALL)])
+@pytest.mark.parametrize(("protocol", "call"), CALLS.items())
 def test_unclosed_think_block_ends_with_an_empty_think_end(protocol: str, call: str) -> None:
     result = run(protocol, f"<think>still thinking {call}", chunks=1)
     assert result.calls == []
@@ -359,6 +407,16 @@ def test_a_200kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: Argu
     check_contract(result)
 
 
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_a_200kb_string_argument_streams_in_many_fragments(protocol: str) -> None:
+    source, arguments = _big_call(protocol)
+    result = run(protocol, source, chunks=997)
+    assert result.call_values == [("write_file", arguments)]
+    with_fragments = [batch for batch in result.batches if fragments(batch)]
+    assert len(with_fragments) > len(source) // 997 // 2
+    check_contract(result)
+
+
 @pytest.mark.parametrize(
     ("protocol", "source"),
     [
@@ -376,6 +434,16 @@ def test_a_200kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: Argu
         ),
         pytest.param(
             "morph-xml", "<configure><options>" + "<a>" * 30_000, id="morph-xml-deep-object"
+        ),
+        pytest.param("qwen3-coder", "<tool_call>" * 20_000, id="qwen3-coder-many-wrappers"),
+        pytest.param("qwen3-coder", "<function=" * 20_000, id="qwen3-coder-many-opens"),
+        pytest.param(
+            "qwen3-coder",
+            "<function=write_file><parameter=content>" + "</param\n" * 20_000,
+            id="qwen3-coder-many-partial-ends",
+        ),
+        pytest.param(
+            "qwen3-coder", "<function=get_time></function>" + " " * 100_000, id="qwen3-coder-gap"
         ),
     ],
 )
@@ -409,8 +477,7 @@ def test_segments_of_a_text_with_two_calls() -> None:
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 @pytest.mark.parametrize("mode", MODES)
 def test_call_ids_are_unique_across_many_calls(protocol: str, mode: ArgumentsMode) -> None:
-    call = JSON_CALL if protocol == "json-mix" else XML_CALL
-    result = run(protocol, call * 50, chunks=7, mode=mode)
+    result = run(protocol, CALLS[protocol] * 50, chunks=7, mode=mode)
     ids = [c.id for c in result.calls]
     assert len(ids) == 50
     assert len(set(ids)) == 50
