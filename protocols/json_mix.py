@@ -8,23 +8,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import (
-    ArgumentsMode,
-    CallContext,
-    CallScanner,
-    ParserOptions,
-    Protocol,
-    StreamedCall,
-    StreamParser,
-    TagStreamParser,
-    partial_token_start,
-)
+from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema
 from .json_stream import ARGUMENT_KEYS, NAME_KEYS, JsonCallLexer
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
 from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_json, strip_code_fence
+from .streaming import CallContext, CallScanner, StreamedCall, TagStreamParser, partial_token_start
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")

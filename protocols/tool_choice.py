@@ -6,13 +6,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Protocol, dump_arguments, new_call_id
+from .base import Protocol
 from .coerce import coerce_by_schema
 from .json_mix import CallBodyError, call_from_object
 from .json_stream import ARGUMENT_KEYS, NAME_KEYS
 from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
 from .prompting import example_arguments, tool_declarations
 from .relaxed_json import RelaxedJSONError, parse_relaxed_json, strip_code_fence
+from .streaming import dump_arguments, new_call_id
 
 # Prose around the object can hold many `{`; trying each one is quadratic, so stop early.
 MAX_OBJECT_STARTS = 64

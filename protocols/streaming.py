@@ -1,0 +1,318 @@
+"""The streaming machinery the parsers share: text blocks, held-back tag prefixes, think
+blocks, and the bookkeeping of a call from its start to its end (or its fallback to text)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
+from .parts import (
+    ErrorKind,
+    OnError,
+    ParseError,
+    Part,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkEnd,
+    ThinkStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolCallUnfinished,
+    ToolSpec,
+)
+
+
+def new_call_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+def partial_token_start(text: str, tokens: Sequence[str]) -> int:
+    """Where a suffix of `text` that could still grow into one of `tokens` begins
+    (len(text) when there is none). Only that suffix has to be held back."""
+    start = len(text)
+    for token in tokens:
+        # A partial token is shorter than the token and begins with its first character.
+        index = text.find(token[0], max(0, len(text) - len(token) + 1))
+        while index != -1 and index < start:
+            if token.startswith(text[index:]):
+                start = index
+                break
+            index = text.find(token[0], index + 1)
+    return start
+
+
+class PartWriter:
+    """Collects parts for one feed, grouping contiguous text into one text block."""
+
+    __slots__ = ("_block", "_blocks", "_parts")
+
+    def __init__(self) -> None:
+        self._parts: list[Part] = []
+        self._block: str | None = None
+        self._blocks = 0
+
+    def text(self, text: str) -> None:
+        if not text:
+            return
+        if self._block is None:
+            self._block = f"text_{self._blocks}"
+            self._blocks += 1
+            self._parts.append(TextStart(self._block))
+        self._parts.append(TextDelta(self._block, text))
+
+    def close_text(self) -> None:
+        if self._block is not None:
+            self._parts.append(TextEnd(self._block))
+            self._block = None
+
+    def marker(self, part: Part) -> None:
+        """A part that sits inside the text flow (think markers) without closing it."""
+        self._parts.append(part)
+
+    def call_part(self, part: Part) -> None:
+        self.close_text()
+        self._parts.append(part)
+
+    def take(self) -> list[Part]:
+        parts, self._parts = self._parts, []
+        return parts
+
+
+@dataclass(slots=True)
+class CallContext:
+    """What a call scanner needs from its parser: where parts go and how calls behave."""
+
+    out: PartWriter
+    tools: Mapping[str, ToolSpec]
+    on_error: OnError
+    mode: ArgumentsMode
+    unknown_tools: UnknownTools
+
+    def error(self, kind: ErrorKind, message: str, original: str) -> None:
+        self.on_error(ParseError(kind, message, original))
+
+    def accepts(self, name: str) -> bool:
+        return name in self.tools or self.unknown_tools is UnknownTools.CALL
+
+    def start_call(self, name: str) -> StreamedCall:
+        call = StreamedCall(new_call_id(), name)
+        self.out.call_part(ToolCallStart(call.id, name))
+        return call
+
+    def send_arguments(self, call: StreamedCall, fragment: str) -> None:
+        if fragment:
+            call.sent.append(fragment)
+            self.out.call_part(ToolCallDelta(call.id, fragment))
+
+    def complete_call(
+        self,
+        name: str,
+        value: dict[str, Any],
+        original: str,
+        *,
+        streamed: StreamedCall | None = None,
+        closing_suffix: str = "",
+    ) -> None:
+        """Emit a finished call. For a call already streamed, the rest of its arguments
+        is sent; if the final value contradicts what was sent, the sent text is closed
+        with `closing_suffix` and stands as the arguments (and the conflict is recorded)."""
+        arguments = dump_arguments(value)
+        if self.mode is ArgumentsMode.ATOMIC:
+            self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
+            return
+        call = streamed or self.start_call(name)
+        sent = "".join(call.sent)
+        if not arguments.startswith(sent):
+            self.error(
+                ErrorKind.ARGUMENTS_MISMATCH,
+                "the call's final arguments differ from the fragments already streamed",
+                original,
+            )
+            self.close_streamed_call(call, closing_suffix, original)
+            return
+        self.send_arguments(call, arguments[len(sent) :])
+        self.out.call_part(ToolCall(call.id, call.name, arguments, value, original))
+
+    def close_streamed_call(self, call: StreamedCall, closing_suffix: str, original: str) -> None:
+        """End a streamed call whose final value is unknown or contradicts what was sent:
+        the sent fragments, closed by `closing_suffix`, stand as its arguments."""
+        sent = "".join(call.sent)
+        closing = closing_suffix if sent else "{}"
+        self.send_arguments(call, closing)
+        arguments = sent + closing
+        self.out.call_part(ToolCall(call.id, call.name, arguments, json.loads(arguments), original))
+
+    def reject_call(
+        self,
+        streamed: StreamedCall | None,
+        kind: ErrorKind,
+        message: str,
+        original: str,
+        closing_suffix: str,
+    ) -> None:
+        """A call that ended but does not parse, with the error recorded: text if none of it
+        was sent yet, else the fragments already sent, closed, stand as its arguments."""
+        if streamed is None:
+            self.fall_back_to_text(kind, message, original)
+            return
+        self.error(kind, message, original)
+        self.close_streamed_call(streamed, closing_suffix, original)
+
+    def cut_off_call(self, streamed: StreamedCall | None, original: str) -> None:
+        """The output ended inside a call: unfinished if its start was sent, else text."""
+        if streamed is not None:
+            self.unfinished_call(streamed, original)
+        else:
+            self.fall_back_to_text(
+                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
+            )
+
+    def unfinished_call(self, call: StreamedCall, original: str) -> None:
+        self.error(ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original)
+        self.out.call_part(ToolCallUnfinished(call.id, call.name, original))
+
+    def fall_back_to_text(self, kind: ErrorKind, message: str, original: str) -> None:
+        self.error(kind, message, original)
+        self.out.text(original)
+
+
+@dataclass(slots=True)
+class StreamedCall:
+    """A call whose start (and maybe some argument fragments) has been sent."""
+
+    id: str
+    name: str
+    sent: list[str] = field(default_factory=list)
+
+
+def dump_arguments(value: Any) -> str:
+    """Arguments as OpenAI sends them: compact-enough JSON text, UTF-8 safe."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates from the model cannot travel as UTF-8
+        text = json.dumps(value)
+    return text
+
+
+class CallScanner(ABC):
+    """One call in progress: absorbs the text after its open tag until the call ends."""
+
+    @abstractmethod
+    def consume(self, text: str) -> str | None:
+        """Absorb `text`; return what follows the call's end, or None if it goes on."""
+
+    @abstractmethod
+    def finish(self) -> None:
+        """The output ended inside the call: emit it as a call, unfinished call or text."""
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+class TagStreamParser(StreamParser):
+    """The loop both protocols share: text outside calls flows out at once (holding back
+    only a suffix that could still become an open tag), `<think>` blocks are never parsed
+    for calls, and each call is handed to the protocol's CallScanner.
+
+    Each feed touches only the new text plus a held-back suffix no longer than an open
+    tag, so the whole stream is linear in its length."""
+
+    def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
+        self._ctx = CallContext(
+            out=PartWriter(),
+            tools={tool.name: tool for tool in tools},
+            on_error=options.on_error or _ignore_error,
+            mode=options.mode,
+            unknown_tools=options.unknown_tools,
+        )
+        self._pending = ""
+        self._call: CallScanner | None = None
+        self._in_think = False
+
+    @abstractmethod
+    def _find_open(self, text: str) -> tuple[int, int, str] | None:
+        """The earliest complete call open tag in `text`: (start, end, tool name)."""
+
+    @abstractmethod
+    def _partial_open_start(self, text: str) -> int:
+        """Where a suffix that could still become a call open tag begins, else len(text)."""
+
+    @abstractmethod
+    def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
+        """A scanner for the call this tag opens; None when the tag alone was the call."""
+
+    def feed(self, text: str) -> list[Part]:
+        self._pending += text
+        self._advance()
+        return self._ctx.out.take()
+
+    def finish(self) -> list[Part]:
+        out = self._ctx.out
+        if self._call is not None:
+            self._call.finish()
+            self._call = None
+        out.text(self._pending)
+        self._pending = ""
+        if self._in_think:
+            out.marker(ThinkEnd(""))
+            self._in_think = False
+        out.close_text()
+        return out.take()
+
+    def _advance(self) -> None:
+        out = self._ctx.out
+        while self._pending:
+            if self._call is not None:
+                rest = self._call.consume(self._pending)
+                if rest is None:
+                    self._pending = ""
+                    return
+                self._call = None
+                self._pending = rest
+            elif self._in_think:
+                end = self._pending.find(THINK_CLOSE)
+                if end == -1:
+                    safe = partial_token_start(self._pending, (THINK_CLOSE,))
+                    out.text(self._pending[:safe])
+                    self._pending = self._pending[safe:]
+                    return
+                out.text(self._pending[:end])
+                out.marker(ThinkEnd(THINK_CLOSE))
+                self._in_think = False
+                self._pending = self._pending[end + len(THINK_CLOSE) :]
+            elif not self._advance_outside():
+                return
+
+    def _advance_outside(self) -> bool:
+        """Emit text up to the next think or call open tag; False when more text is needed."""
+        out, text = self._ctx.out, self._pending
+        call = self._find_open(text)
+        think = text.find(THINK_OPEN, 0, call[0] if call else len(text))
+        if think != -1:
+            out.text(text[:think])
+            out.marker(ThinkStart(THINK_OPEN))
+            self._in_think = True
+            self._pending = text[think + len(THINK_OPEN) :]
+            return True
+        if call is not None:
+            start, end, name = call
+            out.text(text[:start])
+            self._call = self._open_call(text[start:end], name)
+            self._pending = text[end:]
+            return True
+        safe = min(self._partial_open_start(text), partial_token_start(text, (THINK_OPEN,)))
+        out.text(text[:safe])
+        self._pending = text[safe:]
+        return False
+
+
+def _ignore_error(error: ParseError) -> None:
+    pass
