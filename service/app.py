@@ -24,6 +24,7 @@ from .routing import Router, Target, load_routes
 from .settings import DEMO_MOUNT_PATH, Settings
 from .telemetry import RequestTelemetry
 from .upstream import Upstream, build_client
+from .wire_json import json_response
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -89,7 +90,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/v1/models", dependencies=client_key)
     async def models(request: Request) -> Response:
-        return JSONResponse(await list_models(request, _context(request)))
+        return json_response(await list_models(request, _context(request)))
 
     @app.api_route("/v1/{path:path}", methods=FORWARDED_METHODS, dependencies=client_key)
     async def other_endpoints(request: Request, path: str) -> Response:

@@ -68,7 +68,9 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     raw_tools = _declared_tools(body)
     tools = tuple(ToolSpec.from_openai(tool) for tool in raw_tools)
     choice, named = _tool_choice(body, {tool.name for tool in tools})
-    parallel = body.get("parallel_tool_calls", True)
+    parallel = body.get("parallel_tool_calls")
+    if parallel is None:  # absent or null: OpenAI's default
+        parallel = True
     if not isinstance(parallel, bool):
         raise invalid("'parallel_tool_calls' must be a boolean", "parallel_tool_calls")
     return ChatRequest(body, tools, choice, named, single_call=not parallel)
@@ -90,6 +92,8 @@ def _check_messages(messages: object) -> None:
                 "content must be a string, an array of parts or null",
                 f"messages[{index}].content",
             )
+        if not isinstance(message.get("tool_calls"), list | None):
+            raise invalid("tool_calls must be an array", f"messages[{index}].tool_calls")
 
 
 def _declared_tools(body: dict[str, Any]) -> list[dict[str, Any]]:

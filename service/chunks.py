@@ -20,8 +20,9 @@ from protocols import (
     ToolCallUnfinished,
 )
 
+from .wire_json import COMPACT
+
 Delta = dict[str, Any]
-COMPACT = (",", ":")
 ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
 CONTENT = "content"
 REASONING = "reasoning_content"

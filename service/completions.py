@@ -3,11 +3,9 @@ by relaying (nothing to parse), parsing a stream, parsing a whole answer, or for
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -29,6 +27,7 @@ from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
 from .streaming import stream_completion
+from .wire_json import json_bytes, json_response
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
 # clients ignore them.
@@ -49,10 +48,10 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
     if not needs_rewrite(chat):
         # Pure pass-through: the body as it came (unless a route renames the model), the
         # answer relayed byte for byte.
-        as_sent = raw if target.model is None else _json({**chat.body, "model": target.model})
+        as_sent = raw if target.model is None else json_bytes({**chat.body, "model": target.model})
         return await exchange.relay(as_sent)
     protocol = context.router.protocol_for(target)
-    body = _json(rewrite_request(chat, protocol, target.model))
+    body = json_bytes(rewrite_request(chat, protocol, target.model))
     if chat.choice in FORCED_CHOICES:
         return await exchange.forced_call(protocol, body)
     if not chat.tools or chat.choice is ChoiceMode.NONE:
@@ -162,7 +161,7 @@ class _Exchange:
 def _json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
     if trace is not None:
         trace.client_answer(answer)
-    return JSONResponse(answer)
+    return json_response(answer)
 
 
 def _event_response(
@@ -173,7 +172,3 @@ def _event_response(
     if trace is not None:
         events = trace.client_events(events)
     return EventSourceResponse(events, ping=KEEPALIVE_PING_SECONDS, sep="\n", background=background)
-
-
-def _json(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False).encode()

@@ -55,7 +55,7 @@ class UpstreamFailure(StrEnum):
 
 class BoundedLabel:
     """Label values for a client-chosen name: the first `limit` distinct ones as themselves,
-    every later (or overlong, or empty) one as "other", and None as "none"."""
+    every later (or overlong, empty or unprintable) one as "other", and None as "none"."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
@@ -66,7 +66,12 @@ class BoundedLabel:
             return NONE
         if value in self._kept:
             return value
-        if len(self._kept) >= self._limit or not value or len(value) > MAX_LABEL_CHARS:
+        if (
+            len(self._kept) >= self._limit
+            or not value
+            or len(value) > MAX_LABEL_CHARS
+            or not value.isprintable()  # a lone surrogate would break every later scrape
+        ):
             return OTHER
         self._kept.add(value)
         return value

@@ -13,12 +13,10 @@ from starlette.types import Receive, Scope, Send
 from .disconnect import while_connected
 from .errors import ProxyError
 from .headers import downstream_headers
-from .sse import data_event
+from .sse import EVENT_STREAM, data_event
 from .upstream import UpstreamStream
 
 logger = logging.getLogger(__name__)
-
-EVENT_STREAM = "text/event-stream"
 
 
 class RelayResponse(Response):

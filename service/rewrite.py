@@ -141,8 +141,9 @@ def _results_message(
         call_id = result.get("tool_call_id")
         call_id = call_id if isinstance(call_id, str) else ""
         name = call_names.get(call_id) or result.get("name") or UNKNOWN_TOOL_NAME
-        texts.append(protocol.render_result(str(name), call_id, content_text(result["content"])))
-        media.extend(_media_parts(result["content"]))
+        content = result.get("content")  # clients may leave out an empty result's content
+        texts.append(protocol.render_result(str(name), call_id, content_text(content)))
+        media.extend(_media_parts(content))
     text = PART_SEPARATOR.join(texts)
     if not media:
         return {"role": "user", "content": text}

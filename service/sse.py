@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+EVENT_STREAM = "text/event-stream"
 DONE = "[DONE]"
 DONE_EVENT = b"data: [DONE]\n\n"
 DATA_FIELD = "data:"

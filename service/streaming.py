@@ -20,6 +20,7 @@ from .metrics import UpstreamFailure
 from .parsing import OutputParsing
 from .sse import DONE, DONE_EVENT, data_event, data_payloads
 from .upstream import UpstreamStream
+from .wire_json import JSON_MEDIA_TYPE
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ async def stream_completion(
     encoder: ChunkEncoder | None = None
     choices: dict[int, _ChoiceStream] = {}
     usage = None
-    payloads = data_payloads(stream.lines())
+    payloads = _payloads(stream)
     if parsing.trace is not None:
         payloads = parsing.trace.upstream_payloads(payloads)
     try:
@@ -91,7 +92,8 @@ async def stream_completion(
                 if choice is None:
                     choice = choices[index] = _ChoiceStream(index, parsing, encoder)
                     yield choice.start()
-                for event in choice.delta(upstream_choice.get("delta") or {}):
+                delta = upstream_choice.get("delta") or upstream_choice.get("message") or {}
+                for event in choice.delta(delta):
                     yield event
                 if upstream_choice.get("finish_reason") and not choice.finished:
                     for event in choice.finish(upstream_choice["finish_reason"]):
@@ -117,6 +119,20 @@ async def stream_completion(
         yield data_event(json.dumps(error_body("internal proxy error", error_type=SERVER_ERROR)))
     finally:
         await stream.aclose()
+
+
+def _payloads(stream: UpstreamStream) -> AsyncIterator[str]:
+    """The upstream's chunks as JSON texts. An upstream that ignored `stream: true` and sent
+    one JSON completion (or a 200 holding an `error`) gives that as the only chunk; its
+    choices hold a `message` where chunks hold a `delta`."""
+    if stream.headers.get("content-type", "").startswith(JSON_MEDIA_TYPE):
+        return _whole_body(stream.lines())
+    return data_payloads(stream.lines())
+
+
+async def _whole_body(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    # JSON strings hold no raw line breaks, so joining the lines keeps the JSON value.
+    yield "\n".join([line async for line in lines])
 
 
 def _decoded(payload: str, stream: UpstreamStream) -> dict[str, Any]:

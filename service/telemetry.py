@@ -56,7 +56,16 @@ class RequestTelemetry:
 class _Wire:
     """One request's ASGI channels, watched."""
 
-    __slots__ = ("_complete", "_metrics", "_on_finish", "_receive", "_record", "_send", "_started")
+    __slots__ = (
+        "_complete",
+        "_metrics",
+        "_on_finish",
+        "_receive",
+        "_record",
+        "_send",
+        "_started",
+        "_unsent",
+    )
 
     def __init__(
         self,
@@ -73,6 +82,7 @@ class _Wire:
         self._on_finish = on_finish
         self._started = time.perf_counter()
         self._complete = False
+        self._unsent: int | None = None  # body bytes still due, when a content-length says
 
     async def receive(self) -> Message:
         message = await self._receive()
@@ -89,9 +99,13 @@ class _Wire:
                     record.first_byte = time.perf_counter() - self._started
                 record.chunks_sent += 1
                 record.bytes_sent += len(body)
-            if not message.get("more_body", False):
+            if self._unsent is not None:
+                self._unsent -= len(body)
+            if not message.get("more_body", False) or self._unsent == 0:
                 # Before the last byte goes out: whoever reads the answer to its end (a test,
-                # a scraper right after) finds the request already counted and logged.
+                # a scraper right after) finds the request already counted and logged. With a
+                # content-length that is the last declared byte: a relay sends its closing
+                # empty message only after the client may already have read the whole body.
                 self.finish()
         elif message["type"] == "http.response.start":
             message = self._start(message)
@@ -108,6 +122,8 @@ class _Wire:
             if name.lower() != REQUEST_ID_HEADER
         ]
         content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+        length = next((v for n, v in headers if n.lower() == b"content-length"), b"")
+        self._unsent = int(length) if length.isdigit() else None
         if content_type.startswith(EVENT_STREAM):
             record.event_stream = True
             self._metrics.streams_in_progress.inc()
