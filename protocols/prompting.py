@@ -65,30 +65,40 @@ def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _example_value(schema: Mapping[str, Any], depth: int) -> Any:
-    if schema.get("enum"):
-        return schema["enum"][0]
+def _example_value(schema: Any, depth: int) -> Any:
+    # Schemas come from clients: anything malformed just gets a placeholder value.
+    if not isinstance(schema, Mapping):
+        return "..."
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
     if "default" in schema:
         return schema["default"]
     for key in ("anyOf", "oneOf"):
-        if schema.get(key):
-            return _example_value(schema[key][0], depth)
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches:
+            return _example_value(branches[0], depth)
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object":
         if depth >= _EXAMPLE_DEPTH:
             return {}
-        properties: Mapping[str, Any] = schema.get("properties") or {}
-        names = list(schema.get("required") or list(properties)[:1])
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):
+            properties = {}
+        required = schema.get("required")
+        names = required if isinstance(required, list) else list(properties)[:1]
         return {
             name: _example_value(properties.get(name, {}), depth + 1)
             for name in names
-            if isinstance(properties.get(name, {}), Mapping)
+            if isinstance(name, str)
         }
     if kind == "array":
         items = schema.get("items")
         if depth >= _EXAMPLE_DEPTH or not isinstance(items, Mapping):
             return []
         return [_example_value(items, depth + 1)]
+    if not isinstance(kind, str):
+        return "..."
     return {"integer": 1, "number": 1.5, "boolean": True, "null": None}.get(kind, "...")

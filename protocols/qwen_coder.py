@@ -69,7 +69,8 @@ _BODY_TAG = re.compile(
     rf"{PARAMETER_START}({_NAME})>|{FUNCTION_END}|{CALL_END}|{CALL_START}|{FUNCTION_START}"
 )
 _BODY_HEAD = re.compile(
-    rf"{PARAMETER_START}{_NAME}|{_prefixes(PARAMETER_START, FUNCTION_END, CALL_END, CALL_START)}"
+    rf"{PARAMETER_START}{_NAME}|"
+    rf"{_prefixes(PARAMETER_START, FUNCTION_END, CALL_END, CALL_START, FUNCTION_START)}"
 )
 # What ends a value: its close tag, or (tolerated when that is missing) what follows it.
 _VALUE_ENDS = (PARAMETER_END, PARAMETER_START, FUNCTION_END)

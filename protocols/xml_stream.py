@@ -154,7 +154,11 @@ def _types_of(schema: Mapping[str, Any]) -> set[str]:
     declared = schema.get("type")
     if isinstance(declared, str):
         return {declared}
-    return set(declared) if isinstance(declared, list) else set()
+    return (
+        {kind for kind in declared if isinstance(kind, str)}
+        if isinstance(declared, list)
+        else set()
+    )
 
 
 class _LayoutTrim:

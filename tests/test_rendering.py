@@ -171,3 +171,32 @@ def test_tools_are_built_from_openai_tool_entries() -> None:
     assert tool == ToolSpec(
         "get_weather", "Weather.", {"type": "object", "properties": {"city": {"type": "string"}}}
     )
+
+
+# Client-supplied schemas are untrusted: any JSON at any place a schema keyword expects.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+_SCHEMA_KEYWORDS = st.sampled_from(
+    ["type", "properties", "required", "items", "enum", "anyOf", "oneOf", "default", "$ref"]
+)
+_MALFORMED_SCHEMA = st.recursive(
+    st.dictionaries(_SCHEMA_KEYWORDS, _JSON, max_size=4),
+    lambda inner: st.dictionaries(_SCHEMA_KEYWORDS, inner | _JSON, max_size=4),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(schema=_MALFORMED_SCHEMA, protocol=st.sampled_from(PROTOCOL_NAMES))
+def test_malformed_schemas_never_break_rendering_or_parsing(
+    schema: dict[str, Any], protocol: str
+) -> None:
+    tool = ToolSpec("probe", "", schema)
+    rendered = protocol_of(protocol).render_tools([tool])
+    assert "probe" in rendered
+    call = protocol_of(protocol).render_call("probe", {"a": "1", "b": ["x"]})
+    result = run(protocol, call, tools=[tool])
+    assert [c.name for c in result.calls] == ["probe"]
