@@ -17,6 +17,8 @@ pytest.register_assert_rewrite("servers")
 from servers import Proxy, StartProxy, serve  # noqa: E402
 from upstream_server import ScriptedUpstream  # noqa: E402
 
+from protocols import protocol_names  # noqa: E402
+
 # A bound, not synchronisation: a broken proxy fails its test instead of hanging it.
 CLIENT_TIMEOUT_SECONDS = 10.0
 
@@ -77,7 +79,7 @@ def proxy(start_proxy: StartProxy) -> Proxy:
     return start_proxy()
 
 
-@pytest.fixture(params=["json-mix", "morph-xml"])
+@pytest.fixture(params=protocol_names())
 def protocol(request: pytest.FixtureRequest) -> str:
     """Runs the test once per text protocol."""
     return str(request.param)

@@ -41,10 +41,18 @@ EMBEDDING = {
 WEATHER_CALL = {
     "json-mix": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
     "morph-xml": "<get_weather><city>Paris</city></get_weather>",
+    "qwen3-coder": (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+        "</function>\n</tool_call>"
+    ),
 }
 TIME_CALL = {
     "json-mix": '<tool_call>{"name": "get_time", "arguments": {"zone": "UTC"}}</tool_call>',
     "morph-xml": "<get_time><zone>UTC</zone></get_time>",
+    "qwen3-coder": (
+        "<tool_call>\n<function=get_time>\n<parameter=zone>\nUTC\n</parameter>\n"
+        "</function>\n</tool_call>"
+    ),
 }
 # The same calls as (name, arguments) once parsed.
 PARIS_WEATHER = ("get_weather", {"city": "Paris"})
