@@ -2,7 +2,8 @@
 proxy in front of it, in one run, as milliseconds per request and as a ratio.
 
 The upstream answers instantly (no model), so the numbers isolate what the proxy adds.
-Each server runs in its own process so the client does not share a GIL with them.
+Each server runs in its own process so the client does not share a GIL with them; the
+proxy's own CPU time per request is reported too (steadier than wall time on a busy box).
 
     python bench/proxy.py [--requests 200] [--concurrency 16]
 """
@@ -19,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -43,11 +45,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class Server:
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the process has used (Linux), less noisy than wall time
+        on a busy machine."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def server(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run a server process until the block ends; yields its base URL once it answers."""
+def server(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[Server]:
+    """Run a server process until the block ends; yields it once it answers."""
     process = subprocess.Popen(
-        command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL
+        command,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -57,7 +74,7 @@ def server(command: list[str], port: int, env: dict[str, str] | None = None) -> 
                 break
             except httpx.TransportError:
                 time.sleep(0.05)
-        yield url
+        yield Server(url, process.pid)
     finally:
         process.terminate()
         process.wait()
@@ -102,23 +119,32 @@ def main() -> None:
     upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
     upstream_command += ["--app-dir", str(HERE), "--port", str(upstream_port)]
     with server(upstream_command, upstream_port) as upstream:
-        proxy_env = {"UPSTREAM_BASE_URL": f"{upstream}/v1", "PROXY_PORT": str(proxy_port)}
+        proxy_env = {
+            "UPSTREAM_BASE_URL": f"{upstream.url}/v1",
+            "PROXY_PORT": str(proxy_port),
+            "ACCESS_LOG": "false",
+        }
         proxy_command = [*uvicorn, "--factory", "service.app:app_from_environment"]
         proxy_command += ["--port", str(proxy_port)]
         with server(proxy_command, proxy_port, proxy_env) as proxy:
             print(f"{args.requests} requests, {args.concurrency} in flight")
-            print(f"{'case':<28} {'direct ms':>10} {'proxy ms':>10} {'ratio':>7} {'added ms':>9}")
+            print(
+                f"{'case':<24} {'direct ms':>10} {'proxy ms':>10} {'ratio':>7}"
+                f" {'added ms':>9} {'proxy CPU ms':>13}"
+            )
             for label, body in {
                 "no tools, non-stream": {"messages": MESSAGES},
                 "no tools, stream": {"messages": MESSAGES, "stream": True},
                 "tools, non-stream": {"messages": MESSAGES, "tools": TOOLS},
                 "tools, stream": {"messages": MESSAGES, "tools": TOOLS, "stream": True},
             }.items():
-                direct = asyncio.run(measure(upstream, body, args.requests, args.concurrency))
-                proxied = asyncio.run(measure(proxy, body, args.requests, args.concurrency))
+                direct = asyncio.run(measure(upstream.url, body, args.requests, args.concurrency))
+                cpu_before = proxy.cpu_seconds()
+                proxied = asyncio.run(measure(proxy.url, body, args.requests, args.concurrency))
+                cpu = (proxy.cpu_seconds() - cpu_before) / args.requests * 1000
                 print(
-                    f"{label:<28} {direct:>10.2f} {proxied:>10.2f}"
-                    f" {proxied / direct:>7.2f} {proxied - direct:>9.2f}"
+                    f"{label:<24} {direct:>10.2f} {proxied:>10.2f}"
+                    f" {proxied / direct:>7.2f} {proxied - direct:>9.2f} {cpu:>13.2f}"
                 )
 
 

@@ -105,14 +105,21 @@ class UpstreamStream:
 
     async def _before_deadline(self, source: AsyncIterator[Item]) -> AsyncIterator[Item]:
         # The deadline wraps each read only, never a `yield`: a timeout must not fire while
-        # the consumer is busy sending to the client.
+        # the consumer is busy sending to the client. While the deadline is further away
+        # than the read timeout, which already bounds every network read, no timer is set:
+        # a timer per line cost more than the rest of the streaming path together.
+        loop = asyncio.get_running_loop()
+        read_timeout = self.response.request.extensions.get("timeout", {}).get("read")
         try:
             while True:
-                async with asyncio.timeout_at(self._deadline):
-                    try:
+                try:
+                    if read_timeout is not None and self._deadline - loop.time() > read_timeout:
                         item = await anext(source)
-                    except StopAsyncIteration:
-                        return
+                    else:
+                        async with asyncio.timeout_at(self._deadline):
+                            item = await anext(source)
+                except StopAsyncIteration:
+                    return
                 yield item
         except UPSTREAM_FAILURES as exc:
             self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=True)).inc()

@@ -122,6 +122,11 @@ def test_upstream_that_never_answers_is_a_504_and_is_hung_up_on(
             {"upstream_read_timeout": READ_TIMEOUT_SECONDS},
             id="read-timeout",
         ),
+        pytest.param(
+            Hang("It is ", "sunny"),
+            {"upstream_total_timeout": READ_TIMEOUT_SECONDS},
+            id="total-timeout",
+        ),
     ],
 )
 def test_upstream_failing_mid_stream_ends_the_stream_with_one_error_event(
