@@ -74,7 +74,7 @@ def _coerce(value: Any, schema: Any, run: _CoercionRun, depth: int) -> Any:
     if branches:
         value = _coerce_to_branch(value, branches, run, deeper)
     # `items` and `properties` apply to a list or dict even when the schema names no type.
-    types = _declared_types(schema) or _structural_type(value)
+    types = declared_types(schema) or _structural_type(value)
     if len(types) == 1:
         value = _coerce_to_type(value, types[0], schema, run, deeper)
     elif types:
@@ -106,7 +106,7 @@ def _fits(value: Any, schema: Any, run: _CoercionRun, depth: int) -> bool:
     target = _resolve_ref(schema, run.root)
     if target is not None and not _fits(value, target, run, depth + 1):
         return False
-    types = _declared_types(schema)
+    types = declared_types(schema)
     return not types or any(_is_type(value, name) for name in types)
 
 
@@ -115,13 +115,28 @@ def _is_type(value: Any, name: str) -> bool:
     return check is None or check(value)
 
 
-def _declared_types(schema: Mapping[str, Any]) -> list[str]:
+def declared_types(schema: Mapping[str, Any]) -> list[str]:
+    """The types a schema names (`type` as a string or list, OpenAPI's `nullable`)."""
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared
     types = [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
     if types and schema.get("nullable") is True and "null" not in types:
         types.append("null")  # OpenAPI 3.0's way to say ["<type>", "null"]
     return types
+
+
+def is_string_schema(schema: Mapping[str, Any]) -> bool:
+    """`"string"`, `["string", "null"]`, or an anyOf/oneOf whose only non-null type is string:
+    a value that is text, which the XML protocols keep raw and may stream as it arrives."""
+    types = set(declared_types(schema))
+    branches = schema.get("anyOf", schema.get("oneOf"))
+    if not types and isinstance(branches, list) and branches:
+        for branch in branches:
+            branch_types = declared_types(branch) if isinstance(branch, Mapping) else []
+            if not branch_types:  # an untyped branch may be anything
+                return False
+            types.update(branch_types)
+    return types - {"null"} == {"string"}
 
 
 def _structural_type(value: Any) -> list[str]:

@@ -12,8 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .coerce import coerce_by_schema
-from .relaxed_xml import is_string_schema
+from .coerce import coerce_by_schema, is_string_schema
 
 # The keys models use for a call's tool name and its arguments, most common first.
 NAME_KEYS = ("name", "function", "tool", "tool_name")

@@ -26,12 +26,11 @@ from enum import Enum, auto
 from typing import Any
 
 from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
-from .coerce import coerce_by_schema
+from .coerce import coerce_by_schema, is_string_schema
 from .json_stream import canonical_string
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
-from .relaxed_xml import is_string_schema
 from .streaming import CallContext, CallScanner, StreamedCall, TagStreamParser, partial_token_start
 
 # The literal tags; none holds a regular-expression metacharacter, so patterns use them as is.

@@ -24,6 +24,8 @@ from typing import Any
 
 from lxml import etree
 
+from .coerce import is_string_schema
+
 # A whole source file written in one call fits many times over; anything longer is a
 # runaway generation and parsing it would only burn CPU.
 MAX_BODY_CHARS = 4 * 1024 * 1024
@@ -177,29 +179,6 @@ def _string_properties(schema: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(
         key for key, sub in properties.items() if isinstance(sub, Mapping) and is_string_schema(sub)
     )
-
-
-def is_string_schema(schema: Mapping[str, Any]) -> bool:
-    """`"string"`, `["string", "null"]`, or an anyOf/oneOf whose only non-null type is string."""
-    types = _declared_types(schema)
-    branches = schema.get("anyOf", schema.get("oneOf"))
-    if types is None and isinstance(branches, list) and branches:
-        types = set()
-        for branch in branches:
-            branch_types = _declared_types(branch) if isinstance(branch, Mapping) else None
-            if branch_types is None:  # an untyped branch may be anything
-                return False
-            types |= branch_types
-    return types is not None and types - {"null"} == {"string"}
-
-
-def _declared_types(schema: Mapping[str, Any]) -> set[str] | None:
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list) and all(isinstance(t, str) for t in declared):
-        return set(declared)
-    return None
 
 
 def _string_value(raw: str) -> str:

@@ -8,9 +8,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .coerce import coerce_by_schema
+from .coerce import coerce_by_schema, declared_types, is_string_schema
 from .json_stream import canonical_string
-from .relaxed_xml import RelaxedXMLError, is_string_schema, parse_xml_arguments
+from .relaxed_xml import RelaxedXMLError, parse_xml_arguments
 from .streaming import partial_token_start
 
 # Attributes models put on a tool's tag (`<search id="1">`) are short; a `<name` followed by
@@ -121,7 +121,7 @@ class XmlArgumentStream:
             self.healthy = False
             return
         is_string = is_string_schema(schema)
-        if not is_string and not _FINAL_AT_CLOSE.intersection(_types_of(schema)):
+        if not is_string and not _FINAL_AT_CLOSE.intersection(declared_types(schema)):
             self.healthy = False
             return
         self._seen.add(key)
@@ -148,17 +148,6 @@ class XmlArgumentStream:
             self.healthy = False
             return
         out.append(json.dumps(coerce_by_schema(value, schema), ensure_ascii=False))
-
-
-def _types_of(schema: Mapping[str, Any]) -> set[str]:
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    return (
-        {kind for kind in declared if isinstance(kind, str)}
-        if isinstance(declared, list)
-        else set()
-    )
 
 
 class _LayoutTrim:
