@@ -15,7 +15,14 @@ from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
 from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_json, strip_code_fence
-from .streaming import CallContext, CallScanner, StreamedCall, TagStreamParser, partial_token_start
+from .streaming import (
+    CallContext,
+    CallScanner,
+    StreamedCall,
+    TagStreamParser,
+    partial_token_start,
+    unclosed_tag_start,
+)
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")
@@ -121,10 +128,10 @@ class _JsonCall(CallScanner):
                 self._complete(tag)
                 return text[match.end() :]
         rest = text[scanned:]
-        safe = partial_token_start(rest, (self._end_tag, self._start_tag))
-        bracket = rest.rfind("<", max(0, len(rest) - MAX_TAG_CHARS))
-        if bracket != -1 and ">" not in rest[bracket:]:
-            safe = min(safe, bracket)  # could still become a (wrong) closing tag
+        safe = min(
+            partial_token_start(rest, (self._end_tag, self._start_tag)),
+            unclosed_tag_start(rest, MAX_TAG_CHARS),  # may still become a (wrong) closing tag
+        )
         self._absorb(rest[:safe])
         self._held = rest[safe:]
         return None

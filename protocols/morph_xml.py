@@ -20,7 +20,14 @@ from .relaxed_xml import (
     arguments_are_complete,
     parse_xml_arguments,
 )
-from .streaming import CallContext, CallScanner, StreamedCall, TagStreamParser, partial_token_start
+from .streaming import (
+    CallContext,
+    CallScanner,
+    StreamedCall,
+    TagStreamParser,
+    partial_token_start,
+    unclosed_tag_start,
+)
 from .xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
 
 
@@ -93,9 +100,9 @@ class _MorphXmlParser(TagStreamParser):
         return (found.start(), found.end(), found.group(1)) if found else None
 
     def _partial_open_start(self, text: str) -> int:
-        start = text.rfind("<", max(0, len(text) - MAX_OPEN_TAG_CHARS))
-        if start == -1 or ">" in text[start:]:
-            return len(text)
+        start = unclosed_tag_start(text, MAX_OPEN_TAG_CHARS)
+        if start == len(text):
+            return start
         tail = text[start + 1 :]
         name = re.match(r"[\w.:-]*", tail)
         assert name is not None  # the pattern matches the empty string
@@ -167,9 +174,7 @@ class _MorphCall(CallScanner):
         safe = partial_token_start(rest, tokens)
         if not self._in_cdata:
             # Any `<` without its `>` yet may still become this tool's open or close tag.
-            bracket = rest.rfind("<", max(0, len(rest) - MAX_OPEN_TAG_CHARS))
-            if bracket != -1 and ">" not in rest[bracket:]:
-                safe = min(safe, bracket)
+            safe = min(safe, unclosed_tag_start(rest, MAX_OPEN_TAG_CHARS))
         self._absorb(rest[:safe])
         self._held = rest[safe:]
 

@@ -48,6 +48,13 @@ def partial_token_start(text: str, tokens: Sequence[str]) -> int:
     return start
 
 
+def unclosed_tag_start(text: str, window: int, start: int = 0) -> int:
+    """Where the last `<` of `text[start:]` begins if no `>` follows it yet and it lies within
+    the last `window` characters (a longer run is prose, not a tag); else len(text)."""
+    bracket = text.rfind("<", max(start, len(text) - window))
+    return bracket if bracket != -1 and ">" not in text[bracket:] else len(text)
+
+
 class PartWriter:
     """Collects parts for one feed, grouping contiguous text into one text block."""
 

@@ -11,7 +11,7 @@ from typing import Any
 from .coerce import coerce_by_schema, declared_types, is_string_schema
 from .json_stream import canonical_string
 from .relaxed_xml import RelaxedXMLError, parse_xml_arguments
-from .streaming import partial_token_start
+from .streaming import partial_token_start, unclosed_tag_start
 
 # Attributes models put on a tool's tag (`<search id="1">`) are short; a `<name` followed by
 # more than this without `>` is prose, and holding it back longer would stall the text.
@@ -74,9 +74,8 @@ class XmlArgumentStream:
                 position = markup + len(CDATA_START)
                 continue
             if found is None:
-                bracket = text.rfind("<", max(position, len(text) - MAX_OPEN_TAG_CHARS))
-                if bracket != -1 and ">" not in text[bracket:]:
-                    end, self._pending = bracket, text[bracket:]
+                bracket = unclosed_tag_start(text, MAX_OPEN_TAG_CHARS, position)
+                end, self._pending = bracket, text[bracket:]
                 self._content(text[position:end], out)
                 break
             self._content(text[position:end], out)
