@@ -1,4 +1,4 @@
-"""Pieces of prompt text both protocols use: tool declarations and example arguments."""
+"""Pieces of prompt text every protocol uses: tool declarations and example arguments."""
 
 from __future__ import annotations
 

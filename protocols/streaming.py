@@ -225,7 +225,7 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 class TagStreamParser(StreamParser):
-    """The loop both protocols share: text outside calls flows out at once (holding back
+    """The loop every tag protocol shares: text outside calls flows out at once (holding back
     only a suffix that could still become an open tag), `<think>` blocks are never parsed
     for calls, and each call is handed to the protocol's CallScanner.
 

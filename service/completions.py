@@ -14,19 +14,19 @@ from starlette.responses import Response
 from protocols import Protocol
 
 from .chat_request import ChatRequest, ChoiceMode, content_text, parse_chat_request
+from .chat_stream import stream_completion
 from .chunks import MessageBuilder, finish_reason
 from .context import ProxyContext
 from .debug import ParserTrace
 from .disconnect import while_connected
-from .forced_call import forced_call_completion, forced_call_deltas, forced_call_events
+from .forced_answer import forced_call_completion, forced_call_deltas, forced_call_events
 from .observer import CompletionObserver
-from .parsing import OutputParsing
+from .parser_config import OutputParsing
 from .relay import RelayResponse
 from .request_body import read_limited
 from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
-from .streaming import stream_completion
 from .wire_json import json_bytes, json_response
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;

@@ -59,7 +59,7 @@ def find_declared_tools(system_text: str) -> list[ToolSpec]:
     return tools
 
 
-def example_arguments(schema: dict[str, Any], question: str) -> Any:
+def arguments_from_question(schema: dict[str, Any], question: str) -> Any:
     """A short value that fits `schema`, with strings taken from the user's question."""
     if schema.get("enum"):
         return schema["enum"][0]
@@ -71,9 +71,9 @@ def example_arguments(schema: dict[str, Any], question: str) -> Any:
     if kind == "object":
         properties: dict[str, Any] = schema.get("properties") or {}
         wanted = schema.get("required") or list(properties)
-        return {key: example_arguments(properties.get(key) or {}, question) for key in wanted}
+        return {key: arguments_from_question(properties.get(key) or {}, question) for key in wanted}
     if kind == "array":
-        return [example_arguments(schema.get("items") or {}, question)]
+        return [arguments_from_question(schema.get("items") or {}, question)]
     return {"integer": 1, "number": 1, "boolean": True, "null": None}.get(
         kind, example_string(question)
     )
@@ -136,7 +136,7 @@ def demo_reply(messages: list[dict[str, Any]], protocol: Protocol) -> str:
             "Send `tools` with your request to see a tool call."
         )
     tool = choose_tool(tools, last_text)
-    arguments = example_arguments(tool.parameters, last_text)
+    arguments = arguments_from_question(tool.parameters, last_text)
     return f"(demo upstream) Calling {tool.name}.\n" + protocol.render_call(tool.name, arguments)
 
 

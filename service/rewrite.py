@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from protocols import Protocol, ToolSpec
+from protocols.forced_call import render_forced_call_prompt
 from protocols.relaxed_json import parse_relaxed_json
-from protocols.tool_choice import render_tool_choice_prompt
 
 from .chat_request import PART_SEPARATOR, TEXT_PART_TYPES, ChatRequest, ChoiceMode, content_text
 
@@ -60,7 +60,7 @@ def tool_instructions(request: ChatRequest, protocol: Protocol) -> str | None:
         return None
     if request.choice is ChoiceMode.AUTO:
         return protocol.render_tools(request.tools, single_call=request.single_call)
-    return render_tool_choice_prompt(offered_tools(request), named=request.named_tool)
+    return render_forced_call_prompt(offered_tools(request), named=request.named_tool)
 
 
 def offered_tools(request: ChatRequest) -> list[ToolSpec]:

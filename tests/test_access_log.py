@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
+from observability import caught_logs, scrape
 from servers import MODEL, WEATHER_TOOL, Proxy, StartProxy, chat_body
-from telemetry import caught_logs, scrape
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
 ACCESS_LOGGER = "toolcall_proxy.access"

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from observability import caught_logs
 from servers import WEATHER_TOOL, Proxy, StartProxy, chat_body
-from telemetry import caught_logs
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
 DEBUG_LOGGER = "toolcall_proxy.debug"

@@ -14,9 +14,9 @@ from servers import WEATHER_TOOL, StartProxy, chat_body, serve
 from protocols import Protocol, ToolCall, ToolSpec, get_protocol
 from service.demo_upstream import (
     STREAM_CHUNK_CHARS,
+    arguments_from_question,
     choose_tool,
     create_demo_upstream,
-    example_arguments,
     find_declared_tools,
 )
 
@@ -198,7 +198,7 @@ def test_example_arguments_fill_every_schema_type_from_the_question() -> None:
         "required": ["city", "days", "metric", "tags", "window"],
     }
 
-    assert example_arguments(schema, "Forecast for Lyon please") == {
+    assert arguments_from_question(schema, "Forecast for Lyon please") == {
         "city": "Lyon",
         "days": 1,
         "metric": True,
@@ -208,7 +208,7 @@ def test_example_arguments_fill_every_schema_type_from_the_question() -> None:
 
 
 def test_example_string_falls_back_to_the_last_word_without_a_proper_noun() -> None:
-    assert example_arguments({"type": "string"}, "list the files in src") == "src"
+    assert arguments_from_question({"type": "string"}, "list the files in src") == "src"
 
 
 def test_proxy_in_front_of_the_demo_answers_with_native_tool_calls(

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from parsing import CHUNKINGS, MODES, Chunks, check_contract, fragments, offsets, run
+from parser_harness import CHUNKINGS, MODES, Chunks, check_contract, fragments, offsets, run
 
 from protocols import (
     ArgumentsMode,

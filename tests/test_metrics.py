@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from observability import caught_logs, scrape
 from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy, chat_body, read_events
-from telemetry import caught_logs, scrape
 from upstream_server import (
     TIME_CALL,
     USAGE,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parsing import MODES, PROTOCOL_NAMES, TOOLS, protocol_of, run
+from parser_harness import MODES, PROTOCOL_NAMES, TOOLS, protocol_of, run
 
 from protocols import ArgumentsMode, ToolCall, ToolSpec, get_protocol
 

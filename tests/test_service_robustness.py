@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from observability import scrape
 from servers import MODEL, QUESTION, WEATHER_TOOL, Proxy, StartProxy, chat_body, serve
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from telemetry import scrape
 from upstream_server import (
     PARIS_WEATHER,
     USAGE,

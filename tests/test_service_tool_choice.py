@@ -17,7 +17,7 @@ from upstream_server import (
 )
 
 from protocols import ToolSpec
-from protocols.tool_choice import render_tool_choice_prompt
+from protocols.forced_call import render_forced_call_prompt
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 EXPLICIT_CHOICES = [
@@ -62,7 +62,7 @@ def test_explicit_tool_choice_asks_upstream_once_for_one_json_object(
     [sent] = upstream.chat_requests
     assert sent.json["stream"] is False
     system = sent.json["messages"][0]
-    demand = render_tool_choice_prompt(
+    demand = render_forced_call_prompt(
         [ToolSpec.from_openai(WEATHER_TOOL), ToolSpec.from_openai(TIME_TOOL)], named=named
     )
     assert system["role"] == "system" and demand in system["content"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from parsing import (
+from parser_harness import (
     CHUNKINGS,
     MODES,
     PROTOCOL_NAMES,

@@ -1,5 +1,5 @@
 """Tests for the explicit tool-choice path: the prompt that demands one `{name, arguments}`
-object, and `parse_tool_choice`, which turns whatever the model replied into exactly one
+object, and `parse_forced_call`, which turns whatever the model replied into exactly one
 call, falling back to the default name and `{}` arguments (with an error) instead of raising."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from parsing import PROTOCOL_NAMES, TOOLS
+from parser_harness import PROTOCOL_NAMES, TOOLS
 
 from protocols import ErrorKind, ParseError, ToolCall, get_protocol
-from protocols.tool_choice import parse_tool_choice, render_tool_choice_prompt
+from protocols.forced_call import parse_forced_call, render_forced_call_prompt
 
 PARIS = {"city": "Paris"}
 OBJECT = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
@@ -24,7 +24,7 @@ def _choose(
     text: str, protocol: str = "json-mix", default_name: str | None = None
 ) -> tuple[ToolCall, list[ParseError]]:
     errors: list[ParseError] = []
-    call = parse_tool_choice(
+    call = parse_forced_call(
         text, get_protocol(protocol), TOOLS, default_name=default_name, on_error=errors.append
     )
     return call, errors
@@ -176,7 +176,7 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def test_prompt_for_a_named_tool_offers_only_that_tool() -> None:
-    prompt = render_tool_choice_prompt(TOOLS, named="search")
+    prompt = render_forced_call_prompt(TOOLS, named="search")
     assert _mentions(prompt, "search")
     assert json.dumps(TOOLS[3].parameters) in prompt
     for tool in TOOLS:
@@ -186,7 +186,7 @@ def test_prompt_for_a_named_tool_offers_only_that_tool() -> None:
 
 
 def test_prompt_without_a_named_tool_offers_every_tool() -> None:
-    prompt = render_tool_choice_prompt(TOOLS, named=None)
+    prompt = render_forced_call_prompt(TOOLS, named=None)
     for tool in TOOLS:
         assert _mentions(prompt, tool.name), tool.name
     assert len(_example_calls(prompt)) == 1

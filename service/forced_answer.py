@@ -1,6 +1,6 @@
-"""Tool-choice mode (`"required"` or a named function): one non-streaming upstream answer
-holding a single `{name, arguments}` object, answered as exactly one tool call, streamed to
-the client when it asked for a stream."""
+"""Forced-call mode (`tool_choice` "required" or a named function): one non-streaming
+upstream answer holding a single `{name, arguments}` object, answered as exactly one tool
+call, streamed to the client when it asked for a stream."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from protocols import OnError, Part, Protocol
-from protocols.tool_choice import parse_tool_choice
+from protocols.forced_call import parse_forced_call
 
 from .chat_request import ChatRequest, content_text
 from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder
@@ -34,7 +34,7 @@ def forced_call_deltas(
     def parse(on_error: OnError) -> list[Part]:
         tools = offered_tools(request)
         return [
-            parse_tool_choice(
+            parse_forced_call(
                 text, protocol, tools, default_name=request.named_tool, on_error=on_error
             )
         ]

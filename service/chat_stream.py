@@ -17,7 +17,7 @@ from .errors import (
     error_body,
 )
 from .metrics import UpstreamFailure
-from .parsing import OutputParsing
+from .parser_config import OutputParsing
 from .sse import DONE, DONE_EVENT, data_event, data_payloads
 from .upstream import UpstreamStream
 from .wire_json import JSON_MEDIA_TYPE

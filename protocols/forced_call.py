@@ -1,4 +1,5 @@
-"""Explicit tool choice: ask for exactly one JSON object {name, arguments} and parse it back."""
+"""Forced calls (an explicit `tool_choice`): ask for exactly one JSON object {name, arguments}
+and parse it back."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .streaming import dump_arguments, new_call_id
 MAX_OBJECT_STARTS = 64
 
 
-def render_tool_choice_prompt(tools: Sequence[ToolSpec], *, named: str | None) -> str:
+def render_forced_call_prompt(tools: Sequence[ToolSpec], *, named: str | None) -> str:
     """System text demanding one JSON object `{"name": ..., "arguments": {...}}`."""
     offered = [tool for tool in tools if tool.name == named] if named else list(tools)
     example = offered[0] if offered else ToolSpec(named or "tool_name")
@@ -41,7 +42,7 @@ def render_tool_choice_prompt(tools: Sequence[ToolSpec], *, named: str | None) -
     )
 
 
-def parse_tool_choice(
+def parse_forced_call(
     text: str,
     protocol: Protocol,
     tools: Sequence[ToolSpec],
