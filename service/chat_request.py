@@ -64,6 +64,11 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise invalid("request body is not valid JSON", None, "invalid_json") from None
     if not isinstance(body, dict):
         raise invalid("request body must be a JSON object", None)
+    return checked_chat_request(body)
+
+
+def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
+    """A decoded chat body checked; the Responses endpoint builds its chat body and comes here."""
     _check_messages(body.get("messages"))
     raw_tools = _declared_tools(body)
     tools = tuple(ToolSpec.from_openai(tool) for tool in raw_tools)

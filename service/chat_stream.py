@@ -75,7 +75,7 @@ async def stream_completion(
     encoder: ChunkEncoder | None = None
     choices: dict[int, _ChoiceStream] = {}
     usage = None
-    payloads = _payloads(stream)
+    payloads = chunk_payloads(stream)
     if parsing.trace is not None:
         payloads = parsing.trace.upstream_payloads(payloads)
     try:
@@ -121,7 +121,7 @@ async def stream_completion(
         await stream.aclose()
 
 
-def _payloads(stream: UpstreamStream) -> AsyncIterator[str]:
+def chunk_payloads(stream: UpstreamStream) -> AsyncIterator[str]:
     """The upstream's chunks as JSON texts. An upstream that ignored `stream: true` and sent
     one JSON completion (or a 200 holding an `error`) gives that as the only chunk; its
     choices hold a `message` where chunks hold a `delta`."""

@@ -4,6 +4,7 @@ by relaying (nothing to parse), parsing a stream, parsing a whole answer, or for
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from sse_starlette import EventSourceResponse
@@ -27,6 +28,7 @@ from .request_body import read_limited
 from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
+from .upstream import UpstreamStream
 from .wire_json import json_bytes, json_response
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
@@ -44,7 +46,7 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
     model = chat.body.get("model")
     record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
     target = context.router.target_for(model)
-    exchange = _Exchange(request, context, chat, target)
+    exchange = ChatExchange(request, context, chat, target)
     if not needs_rewrite(chat):
         # Pure pass-through: the body as it came (unless a route renames the model), the
         # answer relayed byte for byte.
@@ -53,10 +55,10 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
     protocol = context.router.protocol_for(target)
     body = json_bytes(rewrite_request(chat, protocol, target.model))
     if chat.choice in FORCED_CHOICES:
-        return await exchange.forced_call(protocol, body)
+        return answer_response(await exchange.forced_call(protocol, body))
     if not chat.tools or chat.choice is ChoiceMode.NONE:
         return await exchange.relay(body)  # the history's rewrite was all there was to do
-    return await exchange.parsed(protocol, body)
+    return answer_response(await exchange.parsed(protocol, body))
 
 
 def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
@@ -74,7 +76,18 @@ def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[st
     return {**answer, "choices": choices}
 
 
-class _Exchange:
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """A chat completion the proxy made from the upstream's: whole, or as SSE event bytes
+    (`stream_completion`'s) with the upstream stream they read from, if any."""
+
+    trace: ParserTrace | None
+    completion: dict[str, Any] | None = None
+    events: AsyncIterator[bytes] | None = None
+    upstream: UpstreamStream | None = None
+
+
+class ChatExchange:
     """One chat request and its upstream target, answered one of three ways. Every wait on
     the upstream is abandoned if the client leaves."""
 
@@ -95,10 +108,10 @@ class _Exchange:
         )
         return RelayResponse(await while_connected(self._request.receive, opening))
 
-    async def parsed(self, protocol: Protocol, body: bytes) -> Response:
+    async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
         """Tools offered: the model's text parsed into content and calls."""
         chat, settings = self._chat, self._context.settings
-        observer, trace = self._observers(protocol)
+        observer, trace = self.observers(protocol)
         parsing = OutputParsing(
             protocol=protocol,
             tools=chat.tools,
@@ -110,32 +123,27 @@ class _Exchange:
             trace=trace,
         )
         if not chat.stream:
-            return _json_response(parsed_completion(await self._answer(body), parsing), trace)
-        headers = self._context.headers_for(self._request, self._target, relay=False)
-        opening = self._context.upstream.open_stream(
-            "POST", self._url, headers=headers, content=body
-        )
-        stream = await while_connected(self._request.receive, opening)
+            return ChatAnswer(trace, parsed_completion(await self.answer(body), parsing))
+        stream = await self.open_stream(body)
         events = stream_completion(
-            stream, parsing, include_usage=chat.include_usage, fallback_model=self._model_name()
+            stream, parsing, include_usage=chat.include_usage, fallback_model=self.model_name()
         )
-        # Closes the upstream even if the client left before the first event was pulled.
-        return _event_response(events, trace, background=BackgroundTask(stream.aclose))
+        return ChatAnswer(trace, events=events, upstream=stream)
 
-    async def forced_call(self, protocol: Protocol, body: bytes) -> Response:
+    async def forced_call(self, protocol: Protocol, body: bytes) -> ChatAnswer:
         """Tool-choice mode: one whole upstream answer, exactly one call back."""
         chat = self._chat
-        observer, trace = self._observers(protocol)
-        answer = await self._answer(body)
+        observer, trace = self.observers(protocol)
+        answer = await self.answer(body)
         deltas = forced_call_deltas(answer, chat, protocol, observer, trace)
         if not chat.stream:
-            return _json_response(forced_call_completion(answer, deltas), trace)
+            return ChatAnswer(trace, forced_call_completion(answer, deltas))
         events = forced_call_events(
-            answer, deltas, include_usage=chat.include_usage, fallback_model=self._model_name()
+            answer, deltas, include_usage=chat.include_usage, fallback_model=self.model_name()
         )
-        return _event_response(events, trace)
+        return ChatAnswer(trace, events=events)
 
-    def _observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
+    def observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
         """Who hears about this completion: the metrics always, the debug trace if it is on."""
         record = request_record(self._request)
         observer = CompletionObserver(protocol.name, self._context.metrics, record)
@@ -145,30 +153,47 @@ class _Exchange:
         )
         return observer, trace
 
-    async def _answer(self, body: bytes) -> dict[str, Any]:
+    async def answer(self, body: bytes) -> dict[str, Any]:
+        """The upstream's whole JSON answer."""
         headers = self._context.headers_for(self._request, self._target, relay=False)
         asking = self._context.upstream.request_json(
             "POST", self._url, headers=headers, content=body
         )
         return await while_connected(self._request.receive, asking)
 
-    def _model_name(self) -> str:
+    async def open_stream(self, body: bytes) -> UpstreamStream:
+        """The upstream's streamed answer, its status already 2xx; the caller closes it."""
+        headers = self._context.headers_for(self._request, self._target, relay=False)
+        opening = self._context.upstream.open_stream(
+            "POST", self._url, headers=headers, content=body
+        )
+        return await while_connected(self._request.receive, opening)
+
+    def model_name(self) -> str:
         """The model an answer names when the upstream's chunks name none."""
         model = self._chat.body.get("model")
         return model if isinstance(model, str) and model else UNNAMED_MODEL
 
 
-def _json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
+def answer_response(answer: ChatAnswer) -> Response:
+    """The chat answer as the client's JSON or event-stream response."""
+    if answer.events is None:
+        return traced_json_response(answer.completion or {}, answer.trace)
+    return traced_event_response(answer.events, answer.trace, answer.upstream)
+
+
+def traced_json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
     if trace is not None:
         trace.client_answer(answer)
     return json_response(answer)
 
 
-def _event_response(
-    events: AsyncIterator[bytes],
-    trace: ParserTrace | None,
-    background: BackgroundTask | None = None,
+def traced_event_response(
+    events: AsyncIterator[bytes], trace: ParserTrace | None, upstream: UpstreamStream | None
 ) -> Response:
+    """An event stream that closes `upstream` even if the client left before the first
+    event was pulled."""
     if trace is not None:
         events = trace.client_events(events)
+    background = None if upstream is None else BackgroundTask(upstream.aclose)
     return EventSourceResponse(events, ping=KEEPALIVE_PING_SECONDS, sep="\n", background=background)

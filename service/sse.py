@@ -28,3 +28,8 @@ async def data_payloads(lines: AsyncIterator[str]) -> AsyncIterator[str]:
 def data_event(payload: str) -> bytes:
     """One event carrying `payload` (which must not contain a newline: JSON never does)."""
     return b"data: " + payload.encode() + b"\n\n"
+
+
+def event_payload(event: bytes) -> str:
+    """The payload of one event made by `data_event` (or `DONE_EVENT`)."""
+    return event[len(b"data: ") : -len(b"\n\n")].decode()
