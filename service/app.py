@@ -20,6 +20,8 @@ from .debug import ParserDebug
 from .errors import UPSTREAM_ERROR, error_body, install_error_handlers
 from .metrics import ProxyMetrics
 from .passthrough import forward, list_models, upstream_ready
+from .response_store import ResponseStore
+from .responses_api import create_response
 from .routing import Router, Target, load_routes
 from .settings import DEMO_MOUNT_PATH, Settings
 from .telemetry import RequestTelemetry
@@ -70,7 +72,11 @@ def create_app(settings: Settings) -> FastAPI:
             upstream = Upstream(
                 client, total_timeout=settings.upstream_total_timeout, metrics=metrics
             )
-            app.state.context = ProxyContext(settings, upstream, router, metrics, debug)
+            store = ResponseStore(
+                max_responses=settings.response_store_size,
+                ttl_seconds=settings.response_store_ttl_seconds,
+            )
+            app.state.context = ProxyContext(settings, upstream, router, metrics, debug, store)
             yield
 
     app = FastAPI(
@@ -87,6 +93,10 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/chat/completions", dependencies=client_key)
     async def chat_completions(request: Request) -> Response:
         return await create_completion(request, _context(request))
+
+    @app.post("/v1/responses", dependencies=client_key)
+    async def responses(request: Request) -> Response:
+        return await create_response(request, _context(request))
 
     @app.get("/v1/models", dependencies=client_key)
     async def models(request: Request) -> Response:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from protocols import Protocol
 
 from .chat_request import ChatRequest, ChoiceMode, content_text, parse_chat_request
-from .chat_stream import stream_completion
+from .chat_stream import chunk_payloads, stream_completion
 from .chunks import MessageBuilder, finish_reason
 from .context import ProxyContext
 from .debug import ParserTrace
@@ -28,6 +28,7 @@ from .request_body import read_limited
 from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
+from .sse import data_event
 from .upstream import UpstreamStream
 from .wire_json import json_bytes, json_response
 
@@ -142,6 +143,15 @@ class ChatExchange:
             answer, deltas, include_usage=chat.include_usage, fallback_model=self.model_name()
         )
         return ChatAnswer(trace, events=events)
+
+    async def unparsed(self, body: bytes) -> ChatAnswer:
+        """No tools to parse, for an endpoint that translates the answer: the upstream's own
+        completion, or its chunks as events."""
+        if not self._chat.stream:
+            return ChatAnswer(None, await self.answer(body))
+        stream = await self.open_stream(body)
+        events = (data_event(payload) async for payload in chunk_payloads(stream))
+        return ChatAnswer(None, events=events, upstream=stream)
 
     def observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
         """Who hears about this completion: the metrics always, the debug trace if it is on."""

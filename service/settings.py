@@ -26,6 +26,12 @@ DEFAULT_PROTOCOL = "json-mix"
 # own embedded demo upstream over loopback instead.
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 DEMO_MOUNT_PATH = "/demo"
+# Responses kept for `previous_response_id` and `item_reference`: an agent's conversation
+# names the answer just before it, so an hour and a thousand answers cover many concurrent
+# conversations; one conversation's responses share their items, so memory grows with the
+# conversations' own size, not with their square.
+DEFAULT_RESPONSE_STORE_SIZE = 1024
+DEFAULT_RESPONSE_STORE_TTL_SECONDS = 3600.0
 
 
 class Settings(BaseSettings):
@@ -56,6 +62,10 @@ class Settings(BaseSettings):
     metrics_host: str | None = Field(default=None, description="default: PROXY_HOST")
     access_log: bool = True
     log_format: LogFormat = LogFormat.TEXT
+    response_store_size: int = Field(
+        default=DEFAULT_RESPONSE_STORE_SIZE, ge=0, description="0: /v1/responses keeps nothing"
+    )
+    response_store_ttl_seconds: float = Field(default=DEFAULT_RESPONSE_STORE_TTL_SECONDS, gt=0)
     debug_parser_mw: DebugMode = DebugMode.OFF
     debug_parser_mw_style: HighlightStyle = HighlightStyle.BG
 
