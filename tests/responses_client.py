@@ -1,0 +1,94 @@
+"""Calling the proxy's `/v1/responses` with the official SDK, streamed or not, and checking
+the Responses event sequence that clients assemble their answer from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from servers import MODEL, Proxy
+
+WEATHER_FUNCTION = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+    "strict": False,
+}
+TIME_FUNCTION = {
+    "type": "function",
+    "name": "get_time",
+    "description": "Current time in a time zone.",
+    "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}},
+    "strict": False,
+}
+ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
+
+
+def respond(proxy: Proxy, stream: bool, **params: Any) -> dict[str, Any]:
+    """The finished response as a plain dict: from `responses.create`, or rebuilt from the
+    streamed events (which are checked on the way) and compared with the final event's."""
+    params.setdefault("model", MODEL)
+    if not stream:
+        return proxy.client.responses.create(**params).model_dump()
+    with proxy.client.responses.create(stream=True, **params) as events:
+        return response_from_events([event.model_dump() for event in events])
+
+
+def response_from_events(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The final response of a Responses event stream, asserting the rules clients rely on:
+    dense sequence numbers, created and in_progress first, each item added before its deltas
+    and done after them, deltas adding up to the done values, one ending event last."""
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    kinds = [event["type"] for event in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"], kinds
+    assert kinds[-1] in ENDINGS and not ENDINGS & set(kinds[:-1]), kinds
+    items: dict[int, dict[str, Any]] = {}
+    texts: dict[int, str] = {}
+    done: set[int] = set()
+    for event in events[2:-1]:
+        kind, index = event["type"], event.get("output_index")
+        if kind == "response.output_item.added":
+            assert index == len(items) and index not in done
+            items[index], texts[index] = event["item"], ""
+        elif kind.endswith(".delta"):
+            assert index in items and index not in done, kind
+            assert event.get("item_id") == items[index]["id"]
+            texts[index] += event["delta"]
+        elif kind in {"response.output_text.done", "response.reasoning_text.done"}:
+            assert event["text"] == texts[index]
+        elif kind == "response.function_call_arguments.done":
+            assert event["arguments"] == texts[index]
+        elif kind == "response.output_item.done":
+            done.add(index)
+            assert event["item"]["id"] == items[index]["id"]
+            items[index] = event["item"]
+        elif kind == "error":
+            assert kinds[-1] == "response.failed"
+    final: dict[str, Any] = events[-1]["response"]
+    if final["status"] != "failed":  # a failed response holds its items as they were
+        assert done == set(items), "every item is done before the response ends"
+        assert final["output"] == [items[index] for index in sorted(items)]
+    return final
+
+
+def calls(response: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each function_call item's name and parsed arguments, in order."""
+    return [
+        (item["name"], json.loads(item["arguments"]))
+        for item in response["output"]
+        if item["type"] == "function_call"
+    ]
+
+
+def text(response: dict[str, Any]) -> str:
+    return "".join(
+        part["text"]
+        for item in response["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+    )

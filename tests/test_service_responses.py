@@ -1,0 +1,267 @@
+"""`POST /v1/responses` through the official SDK: function tools rendered into the prompt, the
+model's calls answered as `function_call` items, conversations continued by items, by
+`previous_response_id` or by reference; the upstream only ever gets chat completions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+from responses_client import TIME_FUNCTION, WEATHER_FUNCTION, calls, respond, text
+from servers import MODEL, Proxy, StartProxy
+from upstream_server import (
+    PARIS_WEATHER,
+    USAGE,
+    WEATHER_CALL,
+    Drop,
+    Fail,
+    Reply,
+    ScriptedUpstream,
+)
+
+from protocols import ToolSpec, get_protocol
+from protocols.forced_call import render_forced_call_prompt
+
+QUESTION = "What is the weather in Paris?"
+CALL_ID = "call_paris"
+EARLIER_CALL = {
+    "type": "function_call",
+    "call_id": CALL_ID,
+    "name": "get_weather",
+    "arguments": '{"city": "Paris"}',
+}
+CALL_OUTPUT = {"type": "function_call_output", "call_id": CALL_ID, "output": "sunny, 24 C"}
+
+
+def test_model_call_is_a_function_call_item_after_its_text(
+    upstream: ScriptedUpstream, protocol_proxy: Proxy, protocol: str, stream: bool
+) -> None:
+    upstream.script(Reply("Let me check. ", WEATHER_CALL[protocol]))
+
+    response = respond(protocol_proxy, stream, input=QUESTION, tools=[WEATHER_FUNCTION])
+
+    assert response["status"] == "completed"
+    assert [item["type"] for item in response["output"]] == ["message", "function_call"]
+    assert text(response).strip() == "Let me check."
+    assert calls(response) == [PARIS_WEATHER]
+    call = response["output"][1]
+    assert call["id"].startswith("fc_") and call["call_id"] and call["status"] == "completed"
+    assert response["usage"]["input_tokens"] == USAGE["prompt_tokens"]
+    assert response["usage"]["total_tokens"] == USAGE["total_tokens"]
+    [sent] = upstream.chat_requests
+    assert "tools" not in sent.json and "tool_choice" not in sent.json
+    tools = get_protocol(protocol).render_tools(
+        [ToolSpec.from_openai(_chat_tool(WEATHER_FUNCTION))]
+    )
+    assert sent.json["messages"] == [
+        {"role": "system", "content": tools},
+        {"role": "user", "content": QUESTION},
+    ]
+
+
+def test_instructions_lead_the_system_message_before_the_tools(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply("Sunny."))
+
+    response = respond(
+        proxy, stream, instructions="Be terse.", input=QUESTION, tools=[WEATHER_FUNCTION]
+    )
+
+    assert text(response) == "Sunny." and calls(response) == []
+    system = upstream.chat_requests[0].json["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Be terse.\n\n")
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "named", "answer"),
+    [
+        ("required", None, '{"name": "get_weather", "arguments": {"city": "Paris"}}'),
+        ({"type": "function", "name": "get_weather"}, "get_weather", '{"city": "Paris"}'),
+    ],
+    ids=["required", "named"],
+)
+def test_tool_choice_forces_exactly_one_call(
+    upstream: ScriptedUpstream,
+    proxy: Proxy,
+    stream: bool,
+    tool_choice: Any,
+    named: str | None,
+    answer: str,
+) -> None:
+    upstream.script(Reply(answer))
+
+    response = respond(
+        proxy,
+        stream,
+        input=QUESTION,
+        tools=[WEATHER_FUNCTION, TIME_FUNCTION],
+        tool_choice=tool_choice,
+    )
+
+    assert calls(response) == [PARIS_WEATHER]
+    assert [item["type"] for item in response["output"]] == ["function_call"]
+    [sent] = upstream.chat_requests
+    offered = [_chat_tool(WEATHER_FUNCTION)] + ([] if named else [_chat_tool(TIME_FUNCTION)])
+    demand = render_forced_call_prompt([ToolSpec.from_openai(t) for t in offered], named=named)
+    assert demand in sent.json["messages"][0]["content"] and "tools" not in sent.json
+
+
+def test_function_call_output_is_rendered_and_answered_in_text(
+    upstream: ScriptedUpstream, protocol_proxy: Proxy, protocol: str, stream: bool
+) -> None:
+    upstream.script(Reply("It is sunny in Paris."))
+    items = [{"role": "user", "content": QUESTION}, EARLIER_CALL, CALL_OUTPUT]
+
+    response = respond(protocol_proxy, stream, input=items, tools=[WEATHER_FUNCTION])
+
+    assert text(response) == "It is sunny in Paris." and calls(response) == []
+    rendering = get_protocol(protocol)
+    messages = upstream.chat_requests[0].json["messages"]
+    assert messages[1:] == [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": rendering.render_call("get_weather", {"city": "Paris"})},
+        {"role": "user", "content": rendering.render_result("get_weather", CALL_ID, "sunny, 24 C")},
+    ]
+
+
+def test_previous_response_id_carries_the_conversation(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply(WEATHER_CALL["json-mix"]), Reply("Sunny."))
+    first = respond(proxy, stream, input=QUESTION, tools=[WEATHER_FUNCTION])
+    [call] = [item for item in first["output"] if item["type"] == "function_call"]
+
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny"}
+    second = respond(
+        proxy, stream, previous_response_id=first["id"], input=[output], tools=[WEATHER_FUNCTION]
+    )
+
+    assert text(second) == "Sunny."
+    messages = upstream.chat_requests[1].json["messages"]
+    assert [message["role"] for message in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"] == QUESTION
+    assert "Paris" in messages[2]["content"] and "sunny" in messages[3]["content"]
+
+
+def test_item_reference_names_an_earlier_output_item(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Reply("Bonjour."), Reply("Au revoir."))
+    first = respond(proxy, False, input="Say hello in French.")
+    reference = {"type": "item_reference", "id": first["output"][0]["id"]}
+
+    respond(proxy, False, input=[reference, {"role": "user", "content": "And goodbye?"}])
+
+    assert upstream.chat_requests[1].json["messages"] == [
+        {"role": "assistant", "content": "Bonjour."},
+        {"role": "user", "content": "And goodbye?"},
+    ]
+
+
+def test_unknown_reference_is_a_400_that_names_it_and_the_way_out(proxy: Proxy) -> None:
+    body = {"model": MODEL, "input": [{"type": "item_reference", "id": "msg_gone"}]}
+
+    answer = proxy.http.post("/v1/responses", json=body)
+
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert "msg_gone" in error["message"] and "store: false" in error["message"]
+    assert (error["param"], error["code"]) == ("input[0]", "item_not_found")
+
+
+def test_store_false_keeps_nothing_to_continue_from(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Reply("Hi."))
+    first = respond(proxy, False, input="Hello", store=False)
+
+    with pytest.raises(openai.BadRequestError) as raised:
+        respond(proxy, False, input="Again", previous_response_id=first["id"])
+
+    assert raised.value.code == "previous_response_not_found"
+    assert len(upstream.chat_requests) == 1
+
+
+def test_store_holds_only_the_configured_number_of_responses(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    proxy = start_proxy(response_store_size=1)
+    upstream.script(Reply("One."), Reply("Two."))
+    first = respond(proxy, False, input="1")
+    respond(proxy, False, input="2")
+
+    with pytest.raises(openai.BadRequestError, match=first["id"]):
+        respond(proxy, False, input="3", previous_response_id=first["id"])
+
+
+def test_stop_at_max_output_tokens_is_incomplete(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply("It is sun", finish_reason="length"))
+
+    response = respond(proxy, stream, input=QUESTION, tools=[WEATHER_FUNCTION], max_output_tokens=3)
+
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert text(response) == "It is sun"
+    assert upstream.chat_requests[0].json["max_tokens"] == 3
+
+
+def test_request_without_tools_is_answered_as_the_model_wrote_it(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply("Hello ", "there."))
+
+    response = respond(proxy, stream, input=[{"role": "developer", "content": "Greet."}])
+
+    assert text(response) == "Hello there." and response["status"] == "completed"
+    assert response["usage"]["output_tokens"] == USAGE["completion_tokens"]
+    assert upstream.chat_requests[0].json["messages"] == [{"role": "system", "content": "Greet."}]
+
+
+@pytest.mark.parametrize("tool_type", ["web_search", "file_search", "computer_use_preview"])
+def test_tool_types_other_than_function_are_a_400_naming_the_type(
+    proxy: Proxy, tool_type: str
+) -> None:
+    body = {"model": MODEL, "input": QUESTION, "tools": [WEATHER_FUNCTION, {"type": tool_type}]}
+
+    answer = proxy.http.post("/v1/responses", json=body)
+
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert tool_type in error["message"] and error["param"] == "tools[1]"
+
+
+def test_upstream_error_status_is_the_clients_error_status(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Fail(429, "slow down"))
+
+    with pytest.raises(openai.RateLimitError, match="slow down"):
+        respond(proxy, stream, input=QUESTION, tools=[WEATHER_FUNCTION])
+
+
+def test_upstream_failure_mid_stream_ends_with_error_and_failed(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Drop("It is "))
+
+    response = respond(proxy, True, input=QUESTION, tools=[WEATHER_FUNCTION])
+
+    assert response["status"] == "failed" and response["error"]["message"]
+    assert text(response) == "It is "
+
+
+def test_client_key_is_required_as_for_chat_completions(start_proxy: StartProxy) -> None:
+    proxy = start_proxy(proxy_api_keys="sk-right")
+
+    answer = proxy.http.post("/v1/responses", json={"model": MODEL, "input": "hi"})
+
+    assert answer.status_code == 401
+
+
+def _chat_tool(function: dict[str, Any]) -> dict[str, Any]:
+    fields = {key: function[key] for key in ("name", "description", "parameters")}
+    return {"type": "function", "function": fields}
