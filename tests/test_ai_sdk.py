@@ -1,0 +1,59 @@
+"""The Vercel AI SDK 6's default OpenAI provider (`openai(model)`, the Responses API) against
+the proxy, run with node: generateText and streamText with a tool executed between two steps.
+
+Needs `npm ci` in tests/ai_sdk (CI runs it). Only a machine without node skips this; a
+missing install fails it with the command that fixes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from servers import Proxy
+from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
+
+PROJECT = Path(__file__).parent / "ai_sdk"
+SCRIPT = PROJECT / "weather_agent.mjs"
+# A bound, not a wait: a hung run fails the test instead of stalling the suite.
+NODE_TIMEOUT_SECONDS = 60
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("mode", ["generate", "stream"])
+def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
+    upstream: ScriptedUpstream, proxy: Proxy, mode: str
+) -> None:
+    assert (PROJECT / "node_modules" / "ai").is_dir(), f"run `npm ci` in {PROJECT}"
+    upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]), Reply("Sunny in Paris."))
+
+    run = subprocess.run(
+        [str(NODE), str(SCRIPT), mode],
+        cwd=PROJECT,
+        env={**os.environ, "PROXY_URL": proxy.url + "/v1"},
+        capture_output=True,
+        text=True,
+        timeout=NODE_TIMEOUT_SECONDS,
+        check=False,
+    )
+
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["text"] == "Sunny in Paris."
+    assert result["finishReason"] == "stop"
+    first, second = result["steps"]
+    assert first["toolCalls"] == [{"toolName": "get_weather", "input": {"city": "Paris"}}]
+    assert first["toolResults"] == [{"toolName": "get_weather", "output": "sunny in Paris"}]
+    assert second["toolCalls"] == []
+    asked_first, asked_second = upstream.chat_requests
+    assert "tools" not in asked_first.json and "tools" not in asked_second.json
+    # The second step names the first step's output items by reference; the proxy's store
+    # resolved them into the call and its text, rendered back into the history.
+    history = asked_second.json["messages"]
+    assert [message["role"] for message in history] == ["system", "user", "assistant", "user"]
+    assert "Let me check." in history[2]["content"] and "Paris" in history[2]["content"]
+    assert "sunny in Paris" in history[3]["content"]
