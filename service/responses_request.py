@@ -66,6 +66,8 @@ def parse_responses_request(raw: bytes, store: ResponseStore) -> ResponsesReques
         chat["tools"] = tools
     if body.get("tool_choice") is not None:
         chat["tool_choice"] = _chat_tool_choice(body["tool_choice"])
+    if (response_format := _response_format(body.get("text"))) is not None:
+        chat["response_format"] = response_format
     if body.get("stream") is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}  # the response reports usage
@@ -232,6 +234,22 @@ def _chat_tools(tools: Any) -> list[dict[str, Any]]:
         function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
         chat_tools.append({"type": "function", "function": function})
     return chat_tools
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    """`text.format` as chat's `response_format`: the schema moves under `json_schema`."""
+    fmt = text.get("format") if isinstance(text, dict) else None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if fmt is None or kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema" and isinstance(fmt, dict):
+        schema = {
+            key: fmt[key] for key in ("name", "description", "schema", "strict") if key in fmt
+        }
+        return {"type": "json_schema", "json_schema": schema}
+    raise invalid("'text.format' must be text, json_object or json_schema", "text.format")
 
 
 def _chat_tool_choice(choice: Any) -> Any:

@@ -160,6 +160,20 @@ def test_item_reference_names_an_earlier_output_item(
     ]
 
 
+def test_text_format_is_sent_as_response_format(upstream: ScriptedUpstream, proxy: Proxy) -> None:
+    upstream.script(Reply('{"city": "Paris"}'))
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    text_format = {"type": "json_schema", "name": "place", "schema": schema, "strict": True}
+
+    response = respond(proxy, False, input=QUESTION, text={"format": text_format})
+
+    assert text(response) == '{"city": "Paris"}'
+    assert upstream.chat_requests[0].json["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "place", "schema": schema, "strict": True},
+    }
+
+
 def test_unknown_reference_is_a_400_that_names_it_and_the_way_out(proxy: Proxy) -> None:
     body = {"model": MODEL, "input": [{"type": "item_reference", "id": "msg_gone"}]}
 
