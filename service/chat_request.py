@@ -58,13 +58,18 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
 
     >>> parse_chat_request(b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}')
     """
+    return checked_chat_request(decoded_body(raw))
+
+
+def decoded_body(raw: bytes) -> dict[str, Any]:
+    """A request body that must be a JSON object."""
     try:
         body = json.loads(raw)
     except ValueError:
         raise invalid("request body is not valid JSON", None, "invalid_json") from None
     if not isinstance(body, dict):
         raise invalid("request body must be a JSON object", None)
-    return checked_chat_request(body)
+    return body
 
 
 def checked_chat_request(body: dict[str, Any]) -> ChatRequest:

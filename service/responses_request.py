@@ -5,12 +5,11 @@ function tools become chat tools. Anything it cannot serve is a 400 naming the f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .chat_request import ChatRequest, checked_chat_request, invalid
+from .chat_request import ChatRequest, checked_chat_request, decoded_body, invalid
 from .errors import ProxyError
 from .response_store import Item, ResponseStore
 
@@ -50,12 +49,7 @@ def parse_responses_request(raw: bytes, store: ResponseStore) -> ResponsesReques
     >>> parse_responses_request(b'{"model": "m", "input": "hi"}', store).chat.messages
     [{'role': 'user', 'content': 'hi'}]
     """
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        raise invalid("request body is not valid JSON", None, "invalid_json") from None
-    if not isinstance(body, dict):
-        raise invalid("request body must be a JSON object", None)
+    body = decoded_body(raw)
     inputs = (*_earlier_items(body, store), *_input_items(body.get("input"), store))
     messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs)
     chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}

@@ -6,26 +6,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from servers import MODEL, Proxy
+from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy
 
-WEATHER_FUNCTION = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "Current weather for a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-    "strict": False,
-}
-TIME_FUNCTION = {
-    "type": "function",
-    "name": "get_time",
-    "description": "Current time in a time zone.",
-    "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}},
-    "strict": False,
-}
+
+def flat_function(tool: dict[str, Any]) -> dict[str, Any]:
+    """A chat tool as the Responses API declares it: the function's fields at the top."""
+    return {"type": "function", **tool["function"], "strict": False}
+
+
+WEATHER_FUNCTION = flat_function(WEATHER_TOOL)
+TIME_FUNCTION = flat_function(TIME_TOOL)
 ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 from responses_client import TIME_FUNCTION, WEATHER_FUNCTION, calls, respond, text
-from servers import MODEL, Proxy, StartProxy
+from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy
 from upstream_server import (
     PARIS_WEATHER,
     USAGE,
@@ -51,9 +51,7 @@ def test_model_call_is_a_function_call_item_after_its_text(
     assert response["usage"]["total_tokens"] == USAGE["total_tokens"]
     [sent] = upstream.chat_requests
     assert "tools" not in sent.json and "tool_choice" not in sent.json
-    tools = get_protocol(protocol).render_tools(
-        [ToolSpec.from_openai(_chat_tool(WEATHER_FUNCTION))]
-    )
+    tools = get_protocol(protocol).render_tools([ToolSpec.from_openai(WEATHER_TOOL)])
     assert sent.json["messages"] == [
         {"role": "system", "content": tools},
         {"role": "user", "content": QUESTION},
@@ -103,7 +101,7 @@ def test_tool_choice_forces_exactly_one_call(
     assert calls(response) == [PARIS_WEATHER]
     assert [item["type"] for item in response["output"]] == ["function_call"]
     [sent] = upstream.chat_requests
-    offered = [_chat_tool(WEATHER_FUNCTION)] + ([] if named else [_chat_tool(TIME_FUNCTION)])
+    offered = [WEATHER_TOOL] + ([] if named else [TIME_TOOL])
     demand = render_forced_call_prompt([ToolSpec.from_openai(t) for t in offered], named=named)
     assert demand in sent.json["messages"][0]["content"] and "tools" not in sent.json
 
@@ -274,8 +272,3 @@ def test_client_key_is_required_as_for_chat_completions(start_proxy: StartProxy)
     answer = proxy.http.post("/v1/responses", json={"model": MODEL, "input": "hi"})
 
     assert answer.status_code == 401
-
-
-def _chat_tool(function: dict[str, Any]) -> dict[str, Any]:
-    fields = {key: function[key] for key in ("name", "description", "parameters")}
-    return {"type": "function", "function": fields}
