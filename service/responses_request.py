@@ -53,7 +53,9 @@ def parse_responses_request(raw: bytes, store: ResponseStore) -> ResponsesReques
     inputs = (*_earlier_items(body, store), *_input_items(body.get("input"), store))
     messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs)
     chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}
-    chat["messages"] = messages or [{"role": "user", "content": ""}]
+    if not messages:
+        raise invalid("'input' (or 'instructions') must hold something to answer", "input")
+    chat["messages"] = messages
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
     if tools := _chat_tools(body.get("tools")):

@@ -233,6 +233,25 @@ def test_request_without_tools_is_answered_as_the_model_wrote_it(
     assert upstream.chat_requests[0].json["messages"] == [{"role": "system", "content": "Greet."}]
 
 
+def test_upstream_reasoning_is_a_reasoning_item_before_the_message(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply("Sunny.", reasoning=("Paris is ", "sunny today.")))
+
+    response = respond(proxy, stream, input=QUESTION, tools=[WEATHER_FUNCTION])
+
+    reasoning, message = response["output"]
+    assert reasoning["type"] == "reasoning"
+    assert reasoning["content"] == [{"type": "reasoning_text", "text": "Paris is sunny today."}]
+    assert message["type"] == "message" and text(response) == "Sunny."
+
+
+def test_request_with_nothing_to_answer_is_a_400(proxy: Proxy) -> None:
+    answer = proxy.http.post("/v1/responses", json={"model": MODEL, "input": []})
+
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "input"
+
+
 @pytest.mark.parametrize("tool_type", ["web_search", "file_search", "computer_use_preview"])
 def test_tool_types_other_than_function_are_a_400_naming_the_type(
     proxy: Proxy, tool_type: str
