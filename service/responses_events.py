@@ -36,6 +36,9 @@ class ResponseAssembler:
     def __init__(self, request_body: dict[str, Any], *, model: str) -> None:
         self.output: list[Item] = []
         self._open: Item | None = None  # the item deltas currently add to
+        # The open item's text or arguments, joined when it is done: adding each fragment to
+        # the string would copy it whole every time (a 20 KB file write comes in thousands).
+        self._pieces: list[str] = []
         self._calls: dict[int, Item] = {}  # chat tool-call index -> its function_call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
         self._sequence = 0
@@ -96,6 +99,7 @@ class ResponseAssembler:
     def fail(self, error: dict[str, Any]) -> list[Event]:
         """An `error` event, then the response failed; the items so far are kept in it."""
         code, message = error.get("code"), str(error.get("message") or "upstream failed")
+        self._settle()
         self._response["status"] = "failed"
         self._response["error"] = {"code": code or "server_error", "message": message}
         return [
@@ -107,7 +111,7 @@ class ResponseAssembler:
         events = [] if self._is_open(kind) else self._open_text_item(kind)
         item = self._open
         assert item is not None
-        item["content"][0]["text"] += text
+        self._pieces.append(text)
         delta_event = TEXT_EVENTS[kind][0]
         return [*events, self._event(delta_event, **self._where(item), content_index=0, delta=text)]
 
@@ -147,7 +151,10 @@ class ResponseAssembler:
             events += self._add(item)
         item = self._calls[index]
         if arguments := function.get("arguments"):
-            item["arguments"] += arguments
+            if item is self._open:
+                self._pieces.append(arguments)
+            else:  # the model's output never interleaves calls, but nothing gets lost if it did
+                item["arguments"] += arguments
             events.append(
                 self._event(
                     "response.function_call_arguments.delta", **self._where(item), delta=arguments
@@ -158,7 +165,7 @@ class ResponseAssembler:
     def _add(self, item: Item) -> list[Event]:
         self._indexes[item["id"]] = len(self.output)
         self.output.append(item)
-        self._open = item
+        self._open, self._pieces = item, []
         added = copy.deepcopy(item)  # the item grows before this event is sent
         return [
             self._event(
@@ -169,7 +176,19 @@ class ResponseAssembler:
     def _is_open(self, kind: str) -> bool:
         return self._open is not None and self._open["type"] == kind
 
+    def _settle(self) -> None:
+        """The open item's pieces written into it."""
+        item = self._open
+        if item is None:
+            return
+        if item["type"] == "function_call":
+            item["arguments"] += "".join(self._pieces)
+        else:
+            item["content"][0]["text"] += "".join(self._pieces)
+        self._pieces = []
+
     def _close(self) -> list[Event]:
+        self._settle()
         item, self._open = self._open, None
         if item is None:
             return []
