@@ -4,6 +4,7 @@ model's calls answered as `function_call` items, conversations continued by item
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
@@ -56,6 +57,23 @@ def test_model_call_is_a_function_call_item_after_its_text(
         {"role": "system", "content": tools},
         {"role": "user", "content": QUESTION},
     ]
+
+
+def test_call_arguments_stream_as_the_model_writes_them(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    call = WEATHER_CALL["json-mix"]
+    cut = call.index("Paris") + 2
+    upstream.script(Reply(call[:cut], call[cut:]))
+
+    with proxy.client.responses.create(
+        model=MODEL, input=QUESTION, tools=[WEATHER_FUNCTION], stream=True
+    ) as stream:
+        events = [event.model_dump() for event in stream]
+
+    fragments = [event["delta"] for event in events if event["type"].endswith("arguments.delta")]
+    assert len(fragments) >= 2, "arguments went out before the call was complete"
+    assert json.loads("".join(fragments)) == {"city": "Paris"}
 
 
 def test_instructions_lead_the_system_message_before_the_tools(
