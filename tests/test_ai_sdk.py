@@ -13,8 +13,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from servers import Proxy
+from servers import StartProxy
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
+
+from service.settings import DEFAULT_RESPONSE_STORE_SIZE
 
 PROJECT = Path(__file__).parent / "ai_sdk"
 SCRIPT = PROJECT / "weather_agent.mjs"
@@ -24,10 +26,19 @@ NODE = shutil.which("node")
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
-@pytest.mark.parametrize("mode", ["generate", "stream"])
+@pytest.mark.parametrize(
+    ("mode", "store_size"),
+    [
+        ("generate", DEFAULT_RESPONSE_STORE_SIZE),
+        ("stream", DEFAULT_RESPONSE_STORE_SIZE),
+        # `store: false` needs no response store: what works behind several replicas.
+        ("stateless", 0),
+    ],
+)
 def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
-    upstream: ScriptedUpstream, proxy: Proxy, mode: str
+    upstream: ScriptedUpstream, start_proxy: StartProxy, mode: str, store_size: int
 ) -> None:
+    proxy = start_proxy(response_store_size=store_size)
     assert (PROJECT / "node_modules" / "ai").is_dir(), f"run `npm ci` in {PROJECT}"
     upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]), Reply("Sunny in Paris."))
 
@@ -51,8 +62,8 @@ def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
     assert second["toolCalls"] == []
     asked_first, asked_second = upstream.chat_requests
     assert "tools" not in asked_first.json and "tools" not in asked_second.json
-    # The second step names the first step's output items by reference; the proxy's store
-    # resolved them into the call and its text, rendered back into the history.
+    # With `store` on (the AI SDK's default) the second step sends the first step's text as an
+    # item_reference, which the proxy's store resolved; either way it is back in the history.
     history = asked_second.json["messages"]
     assert [message["role"] for message in history] == ["system", "user", "assistant", "user"]
     assert "Let me check." in history[2]["content"] and "Paris" in history[2]["content"]

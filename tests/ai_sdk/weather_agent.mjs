@@ -1,6 +1,7 @@
 // The Vercel AI SDK's default OpenAI provider, `openai(model)`, which calls the Responses API,
 // run against the proxy: one weather tool executed, then a text answer (two steps).
-// Usage: PROXY_URL=http://127.0.0.1:8000/v1 node weather_agent.mjs generate|stream
+// Usage: PROXY_URL=http://127.0.0.1:8000/v1 node weather_agent.mjs generate|stream|stateless
+// (stateless: generate with `store: false`, every earlier item sent whole, none by reference)
 // Prints one JSON line: the final text, every step's tool calls and results, and the finish.
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, stepCountIs, streamText, tool } from "ai";
@@ -27,6 +28,9 @@ const options = {
 async function run(mode) {
   if (mode === "generate") {
     return await generateText(options);
+  }
+  if (mode === "stateless") {
+    return await generateText({ ...options, providerOptions: { openai: { store: false } } });
   }
   const result = streamText({ ...options, onError: ({ error }) => { throw error; } });
   let streamed = "";
