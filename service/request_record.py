@@ -21,6 +21,7 @@ CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # Endpoint kinds by exact path, then by prefix; a bounded `route` label for any path.
 ROUTE_BY_PATH = {
     "/v1/chat/completions": "chat",
+    "/v1/responses": "responses",
     "/v1/models": "models",
     "/healthz": "probe",
     "/readyz": "probe",

@@ -9,6 +9,7 @@ from typing import Any
 
 import openai
 import pytest
+from observability import scrape
 from responses_client import TIME_FUNCTION, WEATHER_FUNCTION, calls, respond, text
 from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy
 from upstream_server import (
@@ -74,6 +75,19 @@ def test_call_arguments_stream_as_the_model_writes_them(
     fragments = [event["delta"] for event in events if event["type"].endswith("arguments.delta")]
     assert len(fragments) >= 2, "arguments went out before the call was complete"
     assert json.loads("".join(fragments)) == {"city": "Paris"}
+
+
+def test_metrics_count_the_call_under_the_responses_route(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply(WEATHER_CALL["json-mix"]))
+
+    respond(proxy, stream, input=QUESTION, tools=[WEATHER_FUNCTION])
+
+    metrics = scrape(proxy.http)
+    assert metrics.value("toolcall_proxy_tool_calls_total", tool="get_weather") == 1
+    labels = {"route": "responses", "protocol": "json-mix", "status_class": "2xx"}
+    assert metrics.value("toolcall_proxy_requests_total", **labels) == 1
 
 
 def test_instructions_lead_the_system_message_before_the_tools(
