@@ -5,6 +5,7 @@ model's calls answered as `function_call` items, conversations continued by item
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -88,6 +89,20 @@ def test_metrics_count_the_call_under_the_responses_route(
     assert metrics.value("toolcall_proxy_tool_calls_total", tool="get_weather") == 1
     labels = {"route": "responses", "protocol": "json-mix", "status_class": "2xx"}
     assert metrics.value("toolcall_proxy_requests_total", **labels) == 1
+
+
+def test_model_route_picks_the_upstream_model_and_protocol(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[routes.coder]\nmodel = "upstream-coder"\nprotocol = "morph-xml"\n')
+    proxy = start_proxy(routes_file=str(routes))
+    upstream.script(Reply(WEATHER_CALL["morph-xml"]))
+
+    response = respond(proxy, False, model="coder", input=QUESTION, tools=[WEATHER_FUNCTION])
+
+    assert calls(response) == [PARIS_WEATHER]
+    assert upstream.chat_requests[0].json["model"] == "upstream-coder"
 
 
 def test_instructions_lead_the_system_message_before_the_tools(
