@@ -1,8 +1,8 @@
 """The Vercel AI SDK 6's default OpenAI provider (`openai(model)`, the Responses API) against
 the proxy, run with node: generateText and streamText with a tool executed between two steps.
 
-Needs `npm ci` in tests/ai_sdk (CI runs it). Only a machine without node skips this; a
-missing install fails it with the command that fixes it."""
+The locked packages are installed into tests/ai_sdk with `npm ci` on first use (the npm
+registry is the only network this needs). Only a machine without node skips this."""
 
 from __future__ import annotations
 
@@ -23,6 +23,22 @@ SCRIPT = PROJECT / "weather_agent.mjs"
 # A bound, not a wait: a hung run fails the test instead of stalling the suite.
 NODE_TIMEOUT_SECONDS = 60
 NODE = shutil.which("node")
+# `npm ci` of three locked packages; a bound so a stuck registry fails the test, not the suite.
+NPM_CI_TIMEOUT_SECONDS = 300
+
+
+@pytest.fixture(scope="module")
+def ai_sdk_installed() -> None:
+    if (PROJECT / "node_modules" / "ai").is_dir():
+        return
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is needed beside node to install the AI SDK"
+    subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=PROJECT,
+        check=True,
+        timeout=NPM_CI_TIMEOUT_SECONDS,
+    )
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
@@ -36,10 +52,13 @@ NODE = shutil.which("node")
     ],
 )
 def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
-    upstream: ScriptedUpstream, start_proxy: StartProxy, mode: str, store_size: int
+    ai_sdk_installed: None,
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    mode: str,
+    store_size: int,
 ) -> None:
     proxy = start_proxy(response_store_size=store_size)
-    assert (PROJECT / "node_modules" / "ai").is_dir(), f"run `npm ci` in {PROJECT}"
     upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]), Reply("Sunny in Paris."))
 
     run = subprocess.run(
