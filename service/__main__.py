@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -14,10 +15,12 @@ from pydantic import ValidationError
 
 from protocols import protocol_names
 
+from .access_log import LOGGER_NAME, LogFormat
 from .app import build_router
-from .metrics import reset_multiprocess_dir
+from .log_config import LogLevel, configure_logging, held_records
+from .metrics import prepare_multiprocess_dir
 from .routing import RoutesFileError
-from .settings import Settings
+from .settings import SETTING_RECORD_KEY, Settings
 
 # Each flag overrides the environment variable it is written into (every worker reads it).
 FLAG_VARIABLES = {
@@ -26,12 +29,17 @@ FLAG_VARIABLES = {
     "host": "PROXY_HOST",
     "port": "PROXY_PORT",
     "routes": "ROUTES_FILE",
+    "workers": "PROXY_WORKERS",
+    "log_level": "LOG_LEVEL",
 }
-LOG_LEVELS = ["critical", "error", "warning", "info", "debug", "trace"]
 EXIT_BAD_CONFIGURATION = 2
+STARTUP_LOGGER = f"{LOGGER_NAME}.startup"
+DEMO_MODEL = "demo"
+# The banner's stand-in for a real upstream's model name, which only the upstream knows.
+REAL_MODEL_PLACEHOLDER = "MODEL"
 # The banner's sample request: one tool, a question that calls for it.
 SAMPLE_REQUEST = {
-    "model": "demo",
+    "model": DEMO_MODEL,
     "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
     "tools": [
         {
@@ -69,9 +77,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", help="address to listen on [PROXY_HOST; default 127.0.0.1]")
     parser.add_argument("--port", type=int, help="port to listen on [PROXY_PORT; default 8000]")
     parser.add_argument("--routes", help="routes file, TOML or JSON [ROUTES_FILE]")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--workers", type=int, help="worker processes [PROXY_WORKERS; default 1]")
     parser.add_argument(
-        "--log-level", choices=LOG_LEVELS, default="info", help="uvicorn log level (default info)"
+        "--log-level",
+        choices=[level.value for level in LogLevel],
+        help="level of every log line, access lines included [LOG_LEVEL; default info]",
     )
     return parser.parse_args(argv)
 
@@ -88,8 +98,11 @@ def banner(settings: Settings) -> str:
     else:
         lines.append(f"upstream: {settings.effective_upstream_url}")
     auth = " -H 'Authorization: Bearer <one of PROXY_API_KEYS>'" if settings.proxy_api_keys else ""
-    sample = shlex.quote(json.dumps(SAMPLE_REQUEST, separators=(",", ":")))
-    lines.append("try:")
+    model = DEMO_MODEL if settings.uses_demo_upstream else REAL_MODEL_PLACEHOLDER
+    sample = shlex.quote(json.dumps({**SAMPLE_REQUEST, "model": model}, separators=(",", ":")))
+    lines.append(
+        "try:" if settings.uses_demo_upstream else f"try ({model}: a model {base}/models lists):"
+    )
     lines.append(
         f"  curl -s {base}/chat/completions -H 'Content-Type: application/json'{auth} -d {sample}"
     )
@@ -102,23 +115,35 @@ def main(argv: Sequence[str] | None = None) -> None:
         value = getattr(args, flag)
         if value is not None:
             os.environ[variable] = str(value)
-    try:
-        settings = Settings()
-        build_router(settings)  # a bad routes file stops the command here, not in each worker
-    except (ValidationError, RoutesFileError) as error:
-        print(f"toolcall-proxy: bad configuration:\n{error}", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_CONFIGURATION) from None
-    print(banner(settings), flush=True)
-    reset_multiprocess_dir()
+    with held_records() as warnings:  # written once logging is set up from the settings
+        try:
+            settings = Settings()
+            build_router(settings)  # a bad routes file stops the command here, not in each worker
+        except (ValidationError, RoutesFileError) as error:
+            print(f"toolcall-proxy: bad configuration:\n{error}", file=sys.stderr)
+            raise SystemExit(EXIT_BAD_CONFIGURATION) from None
+    log_config = configure_logging(settings.log_format, settings.log_level)
+    for record in warnings:
+        logging.getLogger(record.name).handle(record)
+        # The value was replaced by its default: the workers read the default, silently.
+        os.environ.pop(getattr(record, SETTING_RECORD_KEY, ""), None)
+    if settings.log_format is LogFormat.JSON:
+        logging.getLogger(STARTUP_LOGGER).info(banner(settings))
+    else:
+        print(banner(settings), flush=True)
+    prepare_multiprocess_dir()
     uvicorn.run(
         "service.app:app_from_environment",
         factory=True,
         host=settings.proxy_host,
         port=settings.proxy_port,
-        workers=args.workers,
-        log_level=args.log_level,
-        # The proxy's own access line carries more (request id, model, calls); one is enough.
-        access_log=not settings.access_log,
+        workers=settings.proxy_workers,
+        log_level=settings.log_level.number,
+        log_config=log_config,
+        # The proxy's access line carries more (request id, model, calls) and never a query
+        # string; uvicorn's own is never written, ACCESS_LOG=false means no access lines.
+        access_log=False,
+        timeout_graceful_shutdown=settings.drain_timeout,
         loop="auto",
         http="auto",
     )

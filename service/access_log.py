@@ -1,5 +1,6 @@
-"""One access line per request on the `toolcall_proxy.access` logger: JSON when
-LOG_FORMAT=json, a human-readable line otherwise. Paths are logged without their query
+"""One access line per request on the `toolcall_proxy.access` logger: a human-readable
+message, with the same facts as fields of the record that the JSON format (LOG_FORMAT=json)
+writes as keys of the line's object. Paths are logged without their query
 string and no header is logged, so keys sent either way never reach the log."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ access_logger = logging.getLogger(f"{LOGGER_NAME}.access")
 # A model name is the client's string: logged whole up to here, then cut.
 MAX_LOGGED_MODEL_CHARS = 128
 MILLISECONDS = 1000
+# The log record attribute holding the access line's fields, for the JSON formatter.
+ACCESS_FIELDS = "access_fields"
 
 
 class LogFormat(StrEnum):
@@ -24,23 +27,21 @@ class LogFormat(StrEnum):
     JSON = "json"
 
 
-def log_access(record: RequestRecord, log_format: LogFormat) -> None:
+def log_access(record: RequestRecord) -> None:
     fields = _fields(record)
-    if log_format is LogFormat.JSON:
-        access_logger.info(json.dumps(fields, ensure_ascii=False))
-    else:
-        access_logger.info(_text_line(fields))
+    access_logger.info(_text_line(fields), extra={ACCESS_FIELDS: fields})
 
 
-def use_stderr_unless_configured() -> None:
+def use_stderr_unless_configured(formatter: logging.Formatter) -> None:
     """Give the proxy's loggers a stderr handler at INFO, unless the application that runs
-    the proxy has configured logging already (then its handlers and levels rule)."""
+    the proxy (or the `toolcall-proxy` command) has configured logging already (then its
+    handlers and levels rule)."""
     logger = logging.getLogger(LOGGER_NAME)
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
     if not logger.hasHandlers():
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(formatter)
         logger.addHandler(handler)
 
 

@@ -18,6 +18,7 @@ from .completions import create_completion
 from .context import ProxyContext
 from .debug import ParserDebug
 from .errors import UPSTREAM_ERROR, error_body, install_error_handlers
+from .log_config import line_formatter
 from .metrics import ProxyMetrics
 from .passthrough import forward, list_models, upstream_ready
 from .response_store import ResponseStore
@@ -53,7 +54,7 @@ def create_app(settings: Settings) -> FastAPI:
     metrics = ProxyMetrics()
     debug = ParserDebug.configured(settings.debug_parser_mw, settings.debug_parser_mw_style)
     if settings.access_log or debug is not None:
-        use_stderr_unless_configured()
+        use_stderr_unless_configured(line_formatter(settings.log_format))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -86,7 +87,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(
         RequestTelemetry,
         metrics=metrics,
-        log_format=settings.log_format if settings.access_log else None,
+        access_log=settings.access_log,
     )
     client_key = [Depends(ClientKeys(settings.proxy_api_keys))]
 

@@ -56,10 +56,14 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
     protocol = context.router.protocol_for(target)
     body = json_bytes(rewrite_request(chat, protocol, target.model))
     if chat.choice in FORCED_CHOICES:
-        return answer_response(await exchange.forced_call(protocol, body))
+        return answer_response(
+            await exchange.forced_call(protocol, body), drain_timeout=context.settings.drain_timeout
+        )
     if not chat.tools or chat.choice is ChoiceMode.NONE:
         return await exchange.relay(body)  # the history's rewrite was all there was to do
-    return answer_response(await exchange.parsed(protocol, body))
+    return answer_response(
+        await exchange.parsed(protocol, body), drain_timeout=context.settings.drain_timeout
+    )
 
 
 def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
@@ -185,11 +189,13 @@ class ChatExchange:
         return model if isinstance(model, str) and model else UNNAMED_MODEL
 
 
-def answer_response(answer: ChatAnswer) -> Response:
+def answer_response(answer: ChatAnswer, *, drain_timeout: float) -> Response:
     """The chat answer as the client's JSON or event-stream response."""
     if answer.events is None:
         return traced_json_response(answer.completion or {}, answer.trace)
-    return traced_event_response(answer.events, answer.trace, answer.upstream)
+    return traced_event_response(
+        answer.events, answer.trace, answer.upstream, drain_timeout=drain_timeout
+    )
 
 
 def traced_json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
@@ -199,11 +205,23 @@ def traced_json_response(answer: dict[str, Any], trace: ParserTrace | None) -> R
 
 
 def traced_event_response(
-    events: AsyncIterator[bytes], trace: ParserTrace | None, upstream: UpstreamStream | None
+    events: AsyncIterator[bytes],
+    trace: ParserTrace | None,
+    upstream: UpstreamStream | None,
+    *,
+    drain_timeout: float,
 ) -> Response:
     """An event stream that closes `upstream` even if the client left before the first
     event was pulled."""
     if trace is not None:
         events = trace.client_events(events)
     background = None if upstream is None else BackgroundTask(upstream.aclose)
-    return EventSourceResponse(events, ping=KEEPALIVE_PING_SECONDS, sep="\n", background=background)
+    # At shutdown sse-starlette would end the stream at once; it gets DRAIN_TIMEOUT to finish,
+    # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
+    return EventSourceResponse(
+        events,
+        ping=KEEPALIVE_PING_SECONDS,
+        sep="\n",
+        background=background,
+        shutdown_grace_period=drain_timeout,
+    )

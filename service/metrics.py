@@ -207,10 +207,12 @@ def _multiprocess_registry() -> CollectorRegistry:
     return registry
 
 
-def reset_multiprocess_dir() -> None:
-    """Remove an earlier run's value files before the workers start: prometheus-client sums
-    every file it finds there, so stale ones would add old counts."""
+def prepare_multiprocess_dir() -> None:
+    """Before the workers start: create the directory (a worker that cannot write its value
+    files fails at its first metric), and remove an earlier run's value files there
+    (prometheus-client sums every file it finds, so stale ones would add old counts)."""
     directory = os.environ.get(MULTIPROCESS_DIR_VARIABLE)
     if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
         for values_file in Path(directory).glob("*.db"):
             values_file.unlink()

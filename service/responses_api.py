@@ -54,7 +54,9 @@ async def create_response(request: Request, context: ProxyContext) -> Response:
         stored()
         return traced_json_response(response, answer.trace)
     events = response_events(assembler, answer.events, on_finished=stored)
-    return traced_event_response(events, answer.trace, answer.upstream)
+    return traced_event_response(
+        events, answer.trace, answer.upstream, drain_timeout=context.settings.drain_timeout
+    )
 
 
 async def _chat_answer(

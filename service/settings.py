@@ -4,6 +4,7 @@ flags into the same variables so that every uvicorn worker sees one configuratio
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -14,8 +15,13 @@ from protocols import ArgumentsMode, UnknownTools, protocol_names
 
 from .access_log import LogFormat
 from .debug import DebugMode, HighlightStyle
+from .log_config import LogLevel
 
 logger = logging.getLogger(__name__)
+# A warning about an environment variable whose value was replaced by the default carries the
+# variable's name in this log record attribute: the CLI removes that variable before starting
+# workers, so each warning is given once, not again by every process that reads the settings.
+SETTING_RECORD_KEY = "setting"
 
 MEBIBYTE = 1024 * 1024
 # Generous for long agent histories (Roo Code sends whole files back as tool results), yet
@@ -32,6 +38,12 @@ DEMO_MOUNT_PATH = "/demo"
 # conversations' own size, not with their square.
 DEFAULT_RESPONSE_STORE_SIZE = 1024
 DEFAULT_RESPONSE_STORE_TTL_SECONDS = 3600.0
+# Agent turns stream for minutes; a rollout waits this long for open answers before it cuts
+# them. The manifests' terminationGracePeriodSeconds is sized from it.
+DEFAULT_DRAIN_TIMEOUT = 300
+# What Kubernetes writes into `<SERVICE>_PORT` for every Service in the namespace (service
+# links): a Service named `proxy` or `metrics` sets PROXY_PORT or METRICS_PORT to this.
+SERVICE_LINK = re.compile(r"(tcp|udp|sctp)://[^/\s]+:\d+")
 
 
 class Settings(BaseSettings):
@@ -60,6 +72,11 @@ class Settings(BaseSettings):
         default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"
     )
     metrics_host: str | None = Field(default=None, description="default: PROXY_HOST")
+    proxy_workers: int = Field(default=1, ge=1, description="uvicorn worker processes")
+    drain_timeout: int = Field(
+        default=DEFAULT_DRAIN_TIMEOUT, ge=0, description="seconds open answers get at shutdown"
+    )
+    log_level: LogLevel = LogLevel.INFO
     access_log: bool = True
     log_format: LogFormat = LogFormat.TEXT
     response_store_size: int = Field(
@@ -98,8 +115,27 @@ class Settings(BaseSettings):
             value,
             ", ".join(allowed),
             field.default.value,
+            extra={SETTING_RECORD_KEY: str(info.field_name).upper()},
         )
         return field.default
+
+    @field_validator("proxy_port", "metrics_port", mode="before")
+    @classmethod
+    def _service_link_is_unset(cls, value: object, info: ValidationInfo) -> object:
+        """A Kubernetes service link is not a port the proxy was given: it is ignored (with a
+        warning, since enableServiceLinks: false is the real fix), not a reason to exit."""
+        if isinstance(value, str) and SERVICE_LINK.fullmatch(value.strip()):
+            field = cls.model_fields[str(info.field_name)]
+            logger.warning(
+                "%s=%r looks like a Kubernetes service link, not a port; using %s "
+                "(set enableServiceLinks: false in the pod spec)",
+                str(info.field_name).upper(),
+                value,
+                field.default,
+                extra={SETTING_RECORD_KEY: str(info.field_name).upper()},
+            )
+            return field.default
+        return value
 
     @field_validator("upstream_base_url", mode="before")
     @classmethod

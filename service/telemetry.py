@@ -11,7 +11,8 @@ from collections.abc import Callable
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .access_log import LogFormat, log_access
+from .access_log import log_access
+from .log_config import current_request_id
 from .metrics import ProxyMetrics
 from .request_record import SCOPE_KEY, RequestRecord, new_record
 
@@ -22,15 +23,13 @@ UNHANDLED_STATUS = 500
 
 
 class RequestTelemetry:
-    """`app.add_middleware(RequestTelemetry, metrics=..., log_format=...)`; `log_format`
-    None turns the access log off."""
+    """`app.add_middleware(RequestTelemetry, metrics=..., access_log=True)`. While a request
+    is answered, its id is `log_config.current_request_id` (every JSON log line carries it)."""
 
-    def __init__(
-        self, app: ASGIApp, *, metrics: ProxyMetrics, log_format: LogFormat | None
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, metrics: ProxyMetrics, access_log: bool) -> None:
         self._app = app
         self._metrics = metrics
-        self._log_format = log_format
+        self._access_log = access_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -39,6 +38,7 @@ class RequestTelemetry:
         record = new_record(scope, Headers(scope=scope).get("x-request-id"))
         scope[SCOPE_KEY] = record
         wire = _Wire(record, receive, send, self._metrics, self._finished)
+        request_id = current_request_id.set(record.request_id)
         try:
             await self._app(scope, wire.receive, wire.send)
         except BaseException:
@@ -46,11 +46,12 @@ class RequestTelemetry:
             raise
         finally:
             wire.finish()  # if the last byte never went out
+            current_request_id.reset(request_id)
 
     def _finished(self, record: RequestRecord) -> None:
         self._metrics.observe_request(record)
-        if self._log_format is not None:
-            log_access(record, self._log_format)
+        if self._access_log:
+            log_access(record)
 
 
 class _Wire:

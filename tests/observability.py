@@ -58,11 +58,13 @@ class CaughtLogs(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.messages: list[str] = []
+        self.records: list[logging.LogRecord] = []
         self._written = threading.Condition()
 
     def emit(self, record: logging.LogRecord) -> None:
         with self._written:
             self.messages.append(record.getMessage())
+            self.records.append(record)
             self._written.notify_all()
 
     @property

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 
 import pytest
 from observability import caught_logs, scrape
 from servers import MODEL, WEATHER_TOOL, Proxy, StartProxy, chat_body
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
+
+from service.log_config import JsonFormatter
 
 ACCESS_LOGGER = "toolcall_proxy.access"
 GENERATED_ID = re.compile(r"[0-9a-f]{32}")
@@ -39,10 +42,7 @@ def test_text_line_names_request_status_model_protocol_stream_calls_and_id(
     )
 
 
-def test_json_line_has_every_field(
-    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
-) -> None:
-    proxy = start_proxy(log_format="json")
+def test_json_line_has_every_field(upstream: ScriptedUpstream, proxy: Proxy, stream: bool) -> None:
     upstream.script(Reply(WEATHER_CALL["json-mix"]))
 
     with caught_logs(ACCESS_LOGGER) as access:
@@ -50,10 +50,14 @@ def test_json_line_has_every_field(
             "/v1/chat/completions", json=chat_body(WEATHER_TOOL, stream=stream)
         )
 
-    [line] = access.messages
-    fields = json.loads(line)
+    [record] = access.records
+    fields = json.loads(JsonFormatter().format(record))
     assert fields.pop("duration_ms") >= 0
+    assert datetime.fromisoformat(fields.pop("time")).tzinfo is not None
+    assert fields.pop("message") == record.getMessage()
     assert fields == {
+        "level": "info",
+        "logger": ACCESS_LOGGER,
         "request_id": response.headers["x-request-id"],
         "method": "POST",
         "path": "/v1/chat/completions",
