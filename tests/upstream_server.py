@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible upstream: the text-only model server the proxy talks to.
 
-Tests queue one step per chat request (`Reply`, `Fail`, `Hang`, `Drop`) and read back every
-request it received, byte for byte:
+Tests queue one step per chat request (`Reply`, `Fail`, `Hang`, `Drop`, `Paused`) and read
+back every request it received, byte for byte:
 
 >>> upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]))
 >>> ...  # call the proxy
@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -24,6 +25,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 UPSTREAM_ID = "chatcmpl-upstream"
+# A bound, not synchronisation: a test that fails before resuming a `Paused` step frees it.
+PAUSE_BOUND_SECONDS = 30
 CREATED = 1_700_000_000
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 MODELS = {
@@ -81,6 +84,16 @@ class Drop:
         self.chunks = chunks
 
 
+class Paused:
+    """Stream the `before` chunks, wait until the test sets `resume`, then stream the `after`
+    chunks and finish like a `Reply`; `paused` is set while it waits."""
+
+    def __init__(self, before: tuple[str, ...], after: tuple[str, ...]):
+        self.before, self.after = before, after
+        self.paused = threading.Event()
+        self.resume = threading.Event()
+
+
 @dataclass(frozen=True)
 class Fail:
     """Answer with an HTTP error in OpenAI's error shape."""
@@ -93,7 +106,7 @@ class Fail:
         return {"error": {"message": self.message, "type": "upstream", "param": None, "code": None}}
 
 
-Step = Reply | Hang | Drop | Fail
+Step = Reply | Hang | Drop | Fail | Paused
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,8 @@ class ScriptedUpstream:
             return JSONResponse(step.body, status_code=step.status)
         if isinstance(step, Reply) and not asked.get("stream"):
             return JSONResponse(completion_body(step, asked["model"]))
+        if isinstance(step, Paused):
+            return _Raw(lambda send, receive: self._paused(step, asked, send))
         if isinstance(step, Hang) and not step.chunks:
             return _Raw(lambda send, receive: self._wait_for_disconnect(receive))
         return _Raw(lambda send, receive: self._stream(step, asked, send, receive))
@@ -174,6 +189,20 @@ class ScriptedUpstream:
             raise ConnectionDropped
         if isinstance(step, Hang):
             return await self._wait_for_disconnect(receive)
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _paused(self, step: Paused, asked: dict[str, Any], send: Send) -> None:
+        events = list(event_stream(Reply(*step.before, *step.after), asked))
+        split = 1 + len(step.before)  # the role chunk, then `before`
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for event in events[:split]:
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        step.paused.set()
+        resumed = await anyio.to_thread.run_sync(step.resume.wait, PAUSE_BOUND_SECONDS)
+        assert resumed, "the test never resumed the paused upstream"
+        for event in events[split:]:
+            await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
     async def _wait_for_disconnect(self, receive: Receive) -> None:
