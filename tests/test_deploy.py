@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,6 +14,7 @@ import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from servers import Proxy
 
 from service.app import create_app
+from service.passthrough import READINESS_TIMEOUT_SECONDS
 from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,11 +56,12 @@ PROXY_KUSTOMIZATIONS = ["base", "standalone"]
 
 @cache
 def rendered(kustomization: str) -> tuple[dict[str, Any], ...]:
-    """The manifests `kubectl apply -k deploy/k8s/<kustomization>` would apply."""
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (which has kustomize built in) renders deploy/k8s"
+    """The manifests `kubectl apply -k deploy/k8s/<kustomization>` would apply, rendered by
+    the kubectl that the test extra installs (kustomize is built in)."""
     result = subprocess.run(
-        [kubectl, "kustomize", str(K8S / kustomization)], capture_output=True, text=True
+        [venv_script("kubectl"), "kustomize", str(K8S / kustomization)],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
@@ -159,6 +161,46 @@ def test_proxy_container_probes_and_port_match_what_the_proxy_serves(kustomizati
     assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
     assert {"cpu", "memory"} <= container["resources"]["limits"].keys()
     assert container["securityContext"]["runAsNonRoot"] is True
+
+
+@pytest.mark.parametrize("kustomization", PROXY_KUSTOMIZATIONS)
+def test_pods_get_no_service_link_variables(kustomization: str) -> None:
+    pod_spec = only(kustomization, "Deployment")["spec"]["template"]["spec"]
+
+    assert pod_spec["enableServiceLinks"] is False
+
+
+@pytest.mark.parametrize("kustomization", PROXY_KUSTOMIZATIONS)
+def test_readiness_probe_waits_longer_than_readyz_waits_for_the_upstream(
+    kustomization: str,
+) -> None:
+    probe = proxy_container(kustomization)["readinessProbe"]
+
+    assert probe["timeoutSeconds"] > READINESS_TIMEOUT_SECONDS
+
+
+@pytest.mark.parametrize("kustomization", PROXY_KUSTOMIZATIONS)
+def test_pod_grace_covers_the_pre_stop_pause_and_the_proxys_drain(kustomization: str) -> None:
+    pod_spec = only(kustomization, "Deployment")["spec"]["template"]["spec"]
+    pre_stop = proxy_container(kustomization)["lifecycle"]["preStop"]
+    environment = only(kustomization, "ConfigMap")["data"]
+    drain = int(environment.get("DRAIN_TIMEOUT", Settings.model_fields["drain_timeout"].default))
+
+    assert pre_stop["sleep"]["seconds"] > 0  # endpoints drop the pod before it stops accepting
+    assert pod_spec["terminationGracePeriodSeconds"] > pre_stop["sleep"]["seconds"] + drain
+
+
+def test_sidecar_model_server_keeps_serving_until_the_proxy_has_drained() -> None:
+    containers = only("base", "Deployment")["spec"]["template"]["spec"]["containers"]
+    [model_server] = [c for c in containers if c["name"] != PROXY_CONTAINER]
+    command = model_server["lifecycle"]["preStop"]["exec"]["command"]
+    upstream_port = urlsplit(only("base", "ConfigMap")["data"]["UPSTREAM_BASE_URL"]).port
+
+    assert command[:2] == ["python3", "-c"]
+    compile(command[2], "preStop", "exec")  # the script at least parses
+    assert upstream_port is not None
+    # /proc/net/tcp writes ports in hex: the script waits on the port the proxy calls.
+    assert f":{upstream_port:04X}'" in command[2]
 
 
 @pytest.mark.parametrize("kustomization", PROXY_KUSTOMIZATIONS)
@@ -428,10 +470,14 @@ def test_dashboard_shows_every_metric_the_proxy_exports(proxy: Proxy) -> None:
     assert unshown == set()
 
 
-def test_dashboard_panels_read_the_provisioned_prometheus_datasource() -> None:
-    provisioning = ROOT / "deploy" / "grafana" / "provisioning"
-    [datasource] = load_yaml(provisioning / "datasources" / "prometheus.yml")["datasources"]
-    panels = [panel for panel in json.loads(DASHBOARD.read_text())["panels"] if "targets" in panel]
+def test_dashboard_panels_read_the_prometheus_chosen_in_its_datasource_variable() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    [variable] = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    panels = [panel for panel in dashboard["panels"] if "targets" in panel]
 
+    # No fixed uid: kube-prometheus-stack's Prometheus is not called `prometheus`.
+    assert variable["query"] == "prometheus"
     assert panels
-    assert {panel["datasource"]["uid"] for panel in panels} == {datasource["uid"]}
+    assert {json.dumps(panel["datasource"]) for panel in panels} == {
+        json.dumps({"type": "prometheus", "uid": f"${{{variable['name']}}}"})
+    }
