@@ -52,9 +52,13 @@ class UpstreamStatusError(ProxyError):
     """The upstream answered 4xx/5xx: its status, and its error body re-shaped only when
     it is not OpenAI's shape already."""
 
-    def __init__(self, status: int, raw_body: bytes) -> None:
+    def __init__(self, status: int, raw_body: bytes, *, hint: str | None = None) -> None:
         self._upstream_body = openai_error_body(raw_body, status)
         message = str(self._upstream_body["error"].get("message", ""))
+        if hint is not None:  # what the proxy knows that the upstream could not say
+            message = f"{message} ({hint})"
+            error = {**self._upstream_body["error"], "message": message}
+            self._upstream_body = {**self._upstream_body, "error": error}
         super().__init__(status, message, error_type=UPSTREAM_ERROR)
 
     def body(self) -> dict[str, Any]:

@@ -4,9 +4,11 @@ shared `httpx.AsyncClient`, under the total deadline, with failures mapped to `P
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -24,6 +26,23 @@ CLOSE_TIMEOUT_SECONDS = 5.0
 Item = TypeVar("Item")
 
 UPSTREAM_FAILURES = (httpx.RequestError, httpx.StreamError, TimeoutError)
+# Ollama, vLLM, llama.cpp and TGI serve the OpenAI API under /v1: a base URL without it (the
+# commonest mistake, `http://127.0.0.1:11434` for Ollama) gets 404 for every endpoint.
+OPENAI_API_SEGMENT = "v1"
+NOT_FOUND = 404
+
+logger = logging.getLogger(__name__)
+
+
+def missing_v1_hint(status: int, url: str) -> str | None:
+    """The likely cause of a 404 from an upstream whose URL has no /v1, said plainly."""
+    if status != NOT_FOUND or OPENAI_API_SEGMENT in urlsplit(url).path.split("/"):
+        return None
+    return (
+        f"the upstream has no {urlsplit(url).path}: its base URL does not end in "
+        f"/{OPENAI_API_SEGMENT}, where OpenAI-compatible servers serve the API "
+        f"(Ollama: UPSTREAM_BASE_URL=http://127.0.0.1:11434/{OPENAI_API_SEGMENT})"
+    )
 
 
 def failure_kind(exc: BaseException, *, mid_stream: bool) -> UpstreamFailure:
@@ -151,6 +170,7 @@ class Upstream:
         self.client = client
         self._total_timeout = total_timeout
         self._metrics = metrics
+        self._hinted: set[str] = set()
 
     async def request_json(
         self,
@@ -172,7 +192,7 @@ class Upstream:
             self._metrics.upstream_duration.observe(time.perf_counter() - started)
         if response.status_code >= 400:
             self._metrics.upstream_errors.labels(UpstreamFailure.STATUS).inc()
-            raise UpstreamStatusError(response.status_code, response.content)
+            raise self._status_error(response.status_code, response.content, url)
         try:
             answer = response.json()
         except ValueError:
@@ -219,7 +239,15 @@ class Upstream:
             error_bytes = b""
         finally:
             await stream.aclose()
-        raise UpstreamStatusError(response.status_code, error_bytes)
+        raise self._status_error(response.status_code, error_bytes, url)
+
+    def _status_error(self, status: int, body: bytes, url: str) -> UpstreamStatusError:
+        hint = missing_v1_hint(status, url)
+        server = urlsplit(url).netloc
+        if hint is not None and server not in self._hinted:  # once per upstream server
+            self._hinted.add(server)
+            logger.warning("upstream answered 404 at %s: %s", url, hint)
+        return UpstreamStatusError(status, body, hint=hint)
 
     def _failure(self, exc: BaseException) -> ProxyError:
         """Count a failure before the status came, and make it the client's error."""

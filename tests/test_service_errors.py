@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from observability import caught_logs
 from servers import MODEL, QUESTION, WEATHER_TOOL, Proxy, StartProxy, chat_body, read_events
 from upstream_server import Drop, Fail, Hang, Reply, ScriptedUpstream, Step
 
@@ -98,6 +99,23 @@ def test_unreachable_upstream_is_a_502(
 
     assert response.status_code == 502
     assert_openai_error(response.json())
+
+
+def test_upstream_url_without_v1_is_named_as_the_likely_cause_of_its_404s(
+    start_proxy: StartProxy, upstream_url: str, stream: bool
+) -> None:
+    proxy = start_proxy(upstream_base_url=upstream_url.removesuffix("/v1"))
+
+    with caught_logs("service.upstream") as warnings:
+        answers = [post_chat(proxy, chat_body(WEATHER_TOOL, stream=stream)) for _ in range(2)]
+        ready = proxy.http.get("/readyz")
+
+    assert [answer.status_code for answer in answers] == [404, 404]
+    assert_openai_error(answers[0].json())
+    assert "base URL does not end in /v1" in answers[0].json()["error"]["message"]
+    assert ready.status_code == 503
+    [warning] = warnings.messages  # once for the upstream server, not once per request
+    assert "/chat/completions" in warning and "11434/v1" in warning
 
 
 def test_upstream_that_never_answers_is_a_504_and_is_hung_up_on(
