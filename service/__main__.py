@@ -59,6 +59,10 @@ SAMPLE_REQUEST = {
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolcall-proxy",
         description="OpenAI-compatible proxy that gives text-only models native tool calls. "
@@ -83,7 +87,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=[level.value for level in LogLevel],
         help="level of every log line, access lines included [LOG_LEVEL; default info]",
     )
-    return parser.parse_args(argv)
+    return parser
 
 
 def banner(settings: Settings) -> str:

@@ -69,7 +69,7 @@ def test_oversized_body_is_a_413(upstream: ScriptedUpstream, start_proxy: StartP
     assert upstream.requests == []
 
 
-@pytest.mark.parametrize("status", [429, 500])
+@pytest.mark.parametrize("status", [404, 429, 500])
 def test_upstream_error_keeps_its_status_and_body(
     upstream: ScriptedUpstream, proxy: Proxy, stream: bool, status: int
 ) -> None:

@@ -126,3 +126,23 @@ def test_readyz_is_503_while_upstream_is_down(
     proxy = start_proxy(upstream_base_url=unreachable_url)
 
     assert proxy.http.get("/readyz").status_code == 503
+
+
+def test_upstream_requests_go_through_the_http_proxy_the_environment_names(
+    upstream: ScriptedUpstream,
+    upstream_url: str,
+    start_proxy: StartProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The scripted upstream stands in for the forward proxy: it receives the absolute URL.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", upstream_url.removesuffix("/v1"))
+    proxy = start_proxy(upstream_base_url="http://model-server.invalid/v1")
+    upstream.script(Reply("Hello."))
+
+    completion = proxy.chat({"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]})
+
+    assert completion.content == "Hello."
+    # `.invalid` never resolves: the answer can only have come through HTTP_PROXY.
+    assert [request.path for request in upstream.chat_requests] == ["/v1/chat/completions"]
