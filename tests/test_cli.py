@@ -21,6 +21,7 @@ import pytest
 from servers import DONE, WEATHER_TOOL, chat_body, read_events
 from upstream_server import Paused, ScriptedUpstream
 
+from service.__main__ import banner
 from service.settings import Settings
 
 # Bounds, not synchronisation: a broken command fails its test instead of hanging it.
@@ -233,3 +234,32 @@ def test_settings_ignore_a_kubernetes_service_link_in_a_port_variable(
     settings = Settings()
 
     assert (settings.proxy_port, settings.metrics_port) == (8000, None)
+
+
+def test_no_line_carries_a_query_string_even_with_the_access_log_off() -> None:
+    secret = "query-secret-3141"
+
+    with running(ACCESS_LOG="false", LOG_LEVEL="debug") as proxy:
+        response = httpx.post(
+            proxy.url + f"/v1/embeddings?api-key={secret}",
+            json={"model": "demo", "input": "x"},
+            timeout=CLIENT_TIMEOUT_SECONDS,
+        )
+        assert proxy.stop() in STOPPED
+
+    assert response.status_code in {200, 404}  # whatever the demo upstream makes of it
+    assert proxy.raw and not [line for line in proxy.raw if secret in line]
+
+
+def test_banner_asks_for_a_real_upstreams_model_not_the_demo_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+
+    with_demo = banner(Settings())
+    with_upstream = banner(Settings(upstream_base_url="http://127.0.0.1:8001/v1"))
+
+    assert '"model":"demo"' in with_demo
+    assert '"model":"demo"' not in with_upstream
+    assert '"model":"MODEL"' in with_upstream and "/v1/models lists" in with_upstream
