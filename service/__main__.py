@@ -113,6 +113,16 @@ def banner(settings: Settings) -> str:
     return "\n".join(lines)
 
 
+def report_bad_configuration(error: Exception) -> None:
+    """Why the command will not start. The settings could not be read, so LOG_FORMAT is
+    looked at directly: a log pipeline that reads JSON must get this line as JSON too."""
+    if os.environ.get("LOG_FORMAT", "").strip().lower() == LogFormat.JSON:
+        configure_logging(LogFormat.JSON, LogLevel.INFO)
+        logging.getLogger(STARTUP_LOGGER).error("bad configuration:\n%s", error)
+    else:
+        print(f"toolcall-proxy: bad configuration:\n{error}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     for flag, variable in FLAG_VARIABLES.items():
@@ -124,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             settings = Settings()
             build_router(settings)  # a bad routes file stops the command here, not in each worker
         except (ValidationError, RoutesFileError) as error:
-            print(f"toolcall-proxy: bad configuration:\n{error}", file=sys.stderr)
+            report_bad_configuration(error)
             raise SystemExit(EXIT_BAD_CONFIGURATION) from None
     log_config = configure_logging(settings.log_format, settings.log_level)
     for record in warnings:

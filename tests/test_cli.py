@@ -95,16 +95,22 @@ def free_port() -> int:
         return port
 
 
-@contextmanager
-def running(*flags: str, started: bool = True, **environment: str) -> Iterator[RunningProxy]:
-    """`toolcall-proxy --port <free> *flags` with LOG_FORMAT=json and `environment`, none of
-    the developer's own settings; if `started`, returned once every worker has said so."""
+def command_environment(**environment: str) -> dict[str, str]:
+    """This process's environment without the developer's own settings, with LOG_FORMAT=json
+    and `environment`."""
     env = {
         name: value
         for name, value in os.environ.items()
         if name.lower() not in Settings.model_fields and name != "PROMETHEUS_MULTIPROC_DIR"
     }
-    env.update({"LOG_FORMAT": "json", "PYTHONUNBUFFERED": "1", **environment})
+    return {**env, "LOG_FORMAT": "json", "PYTHONUNBUFFERED": "1", **environment}
+
+
+@contextmanager
+def running(*flags: str, started: bool = True, **environment: str) -> Iterator[RunningProxy]:
+    """`toolcall-proxy --port <free> *flags` in `command_environment(**environment)`; if
+    `started`, returned once every worker has said so."""
+    env = command_environment(**environment)
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "service", "--port", str(port), *flags],
@@ -263,3 +269,24 @@ def test_banner_asks_for_a_real_upstreams_model_not_the_demo_one(
     assert '"model":"demo"' in with_demo
     assert '"model":"demo"' not in with_upstream
     assert '"model":"MODEL"' in with_upstream and "/v1/models lists" in with_upstream
+
+
+def test_a_bad_configuration_is_one_json_error_line_and_exit_status_2() -> None:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name.lower() not in Settings.model_fields
+    }
+    env.update({"LOG_FORMAT": "json", "PROXY_WORKERS": "0"})
+
+    result = subprocess.run(
+        [sys.executable, "-m", "service"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=EXIT_WITHIN_SECONDS,
+    )
+
+    [line] = [json.loads(raw) for raw in result.stderr.splitlines()]
+    assert result.returncode == 2
+    assert line["level"] == "error" and "proxy_workers" in line["message"]
