@@ -103,9 +103,9 @@ def create_app(settings: Settings) -> FastAPI:
     async def models(request: Request) -> Response:
         return json_response(await list_models(request, _context(request)))
 
-    @app.api_route("/v1/{path:path}", methods=FORWARDED_METHODS, dependencies=client_key)
-    async def other_endpoints(request: Request, path: str) -> Response:
-        return await forward(request, _context(request), path)
+    @app.api_route("/v1/{path:any_path}", methods=FORWARDED_METHODS, dependencies=client_key)
+    async def other_endpoints(request: Request) -> Response:
+        return await forward(request, _context(request))
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

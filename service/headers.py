@@ -47,7 +47,9 @@ def upstream_headers(
 ) -> HeaderPairs:
     """Headers for the upstream request. `relay`: the answer goes back byte for byte, so it
     must come in an encoding the client accepts; otherwise the proxy decodes it itself."""
-    pairs = [(k, v) for k, v in client_headers if k.lower() not in NOT_FORWARDED_UPSTREAM]
+    client_headers = list(client_headers)
+    dropped = NOT_FORWARDED_UPSTREAM | connection_options(client_headers)
+    pairs = [(k, v) for k, v in client_headers if k.lower() not in dropped]
     if authorization is not None:
         pairs.append(("authorization", authorization))
     if relay:
@@ -57,4 +59,16 @@ def upstream_headers(
 
 
 def downstream_headers(upstream_headers: Iterable[tuple[str, str]]) -> HeaderPairs:
-    return [(k, v) for k, v in upstream_headers if k.lower() not in NOT_FORWARDED_DOWNSTREAM]
+    upstream_headers = list(upstream_headers)
+    dropped = NOT_FORWARDED_DOWNSTREAM | connection_options(upstream_headers)
+    return [(k, v) for k, v in upstream_headers if k.lower() not in dropped]
+
+
+def connection_options(headers: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The header names a `Connection` header lists: hop-by-hop too (RFC 9110 7.6.1)."""
+    return frozenset(
+        option.strip().lower()
+        for name, value in headers
+        if name.lower() == "connection"
+        for option in value.split(",")
+    )

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import Request
 
 from .context import ProxyContext
@@ -17,6 +19,15 @@ from .request_body import limited_stream
 # fail fast rather than hang behind a stuck upstream (set the probe's own timeout above it).
 READINESS_TIMEOUT_SECONDS = 2.0
 ROUTE_OWNER = "toolcall-proxy"
+# The prefix every relayed path starts with; what follows it is appended to the base URL.
+RELAYED_PREFIX = b"/v1/"
+# A relayed path must stay under the upstream's base path, with the key meant for it: dot
+# segments (also percent-encoded) would climb out of it, encoded `/ ? #` would mean one thing
+# to the proxy and another to the upstream, and control characters have no business in a URL.
+# Anything outside printable ASCII is refused too; every other escape (`%ff`) goes unchanged.
+UNSAFE_ESCAPE = re.compile(rb"%(?:2f|3f|23|[01][0-9a-f]|7f)", re.IGNORECASE)
+DOT_SEGMENT = re.compile(rb"(?:^|/)(?:\.|%2e){1,2}(?:/|$)", re.IGNORECASE)
+PRINTABLE_ASCII = re.compile(rb"[\x21-\x7e]*")
 
 
 async def list_models(request: Request, context: ProxyContext) -> dict[str, Any]:
@@ -40,10 +51,50 @@ async def list_models(request: Request, context: ProxyContext) -> dict[str, Any]
     return models
 
 
-async def forward(request: Request, context: ProxyContext, path: str) -> RelayResponse:
+class AnyPath(PathConvertor):
+    """A path parameter that also matches a decoded line break (Starlette's `path` stops
+    there), so that such a path reaches `relayed_url` and its 400, not a 404."""
+
+    regex = "[\\s\\S]*"
+
+
+register_url_convertor("any_path", AnyPath())
+
+
+def relayed_url(base_url: str, raw_path: bytes, raw_query: bytes) -> str:
+    """The upstream URL for a client's `/v1/...` request, built from the path as it came on
+    the wire (never the decoded one); raises 400 for a path that could leave `base_url`.
+
+    >>> relayed_url("http://u/tenant-a/v1", b"/v1/files/a%ff", b"limit=2")
+    'http://u/tenant-a/v1/files/a%ff?limit=2'
+    """
+    path = raw_path.removeprefix(RELAYED_PREFIX)
+    if (
+        path == raw_path
+        or not PRINTABLE_ASCII.fullmatch(path)
+        or not PRINTABLE_ASCII.fullmatch(raw_query)
+        or b"#" in path
+        or UNSAFE_ESCAPE.search(path)
+        or DOT_SEGMENT.search(path)
+    ):
+        raise ProxyError(
+            400,
+            "the request path holds a dot segment, an encoded '/', '?' or '#', or a control "
+            "character; the proxy relays none of them",
+            code="invalid_path",
+        )
+    url = f"{base_url}/{path.decode('ascii')}"
+    return f"{url}?{raw_query.decode('ascii')}" if raw_query else url
+
+
+async def forward(request: Request, context: ProxyContext) -> RelayResponse:
     """Any other `/v1/{path}`: method, query, headers and body relayed to the default
     upstream, the answer relayed back, both streamed."""
     target = context.router.default
+    scope = request.scope
+    url = relayed_url(
+        target.base_url, scope.get("raw_path") or scope["path"].encode(), scope["query_string"]
+    )
     headers = context.headers_for(request, target, relay=True)
     content = None
     if "content-length" in request.headers or "transfer-encoding" in request.headers:
@@ -52,10 +103,9 @@ async def forward(request: Request, context: ProxyContext, path: str) -> RelayRe
             headers.append(("content-length", request.headers["content-length"]))
     stream = await context.upstream.open_stream(
         request.method,
-        f"{target.base_url}/{path}",
+        url,
         headers=headers,
         content=content,
-        params=request.url.query or None,
     )
     return RelayResponse(stream)
 

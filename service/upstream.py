@@ -214,14 +214,11 @@ class Upstream:
         *,
         headers: HeaderPairs,
         content: bytes | AsyncIterator[bytes] | None = None,
-        params: str | None = None,
     ) -> UpstreamStream:
         """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body."""
         started = time.perf_counter()
         deadline = asyncio.get_running_loop().time() + self._total_timeout
-        request = self.client.build_request(
-            method, url, headers=headers, content=content, params=params
-        )
+        request = self.client.build_request(method, url, headers=headers, content=content)
         try:
             async with asyncio.timeout_at(deadline):
                 response = await self.client.send(request, stream=True)
