@@ -26,7 +26,7 @@ from .responses_api import create_response
 from .routing import Router, Target, load_routes
 from .settings import DEMO_MOUNT_PATH, Settings
 from .telemetry import RequestTelemetry
-from .upstream import Upstream, build_client
+from .upstream import ReadLimits, Upstream, build_client
 from .wire_json import json_response
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -70,8 +70,15 @@ def create_app(settings: Settings) -> FastAPI:
                 stack.enter_context(
                     metrics.served_on(settings.effective_metrics_host, settings.metrics_port)
                 )
+            limits = ReadLimits(
+                max_line_bytes=settings.upstream_max_line_bytes,
+                max_body_bytes=settings.upstream_max_body_bytes,
+            )
             upstream = Upstream(
-                client, total_timeout=settings.upstream_total_timeout, metrics=metrics
+                client,
+                total_timeout=settings.upstream_total_timeout,
+                metrics=metrics,
+                limits=limits,
             )
             store = ResponseStore(
                 max_responses=settings.response_store_size,

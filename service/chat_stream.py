@@ -20,12 +20,16 @@ from .metrics import UpstreamFailure
 from .parser_config import OutputParsing
 from .sse import DONE, DONE_EVENT, data_event, data_payloads
 from .upstream import UpstreamStream
+from .upstream_answer import (
+    REASONING_KEYS,
+    UpstreamChoice,
+    bad_chunk,
+    checked_envelope,
+    chunk_choices,
+)
 from .wire_json import JSON_MEDIA_TYPE
 
 logger = logging.getLogger(__name__)
-
-# Upstreams name the reasoning delta either way; clients read `reasoning_content`.
-REASONING_KEYS = ("reasoning_content", "reasoning")
 
 
 class _ChoiceStream:
@@ -78,26 +82,36 @@ async def stream_completion(
     payloads = chunk_payloads(stream)
     if parsing.trace is not None:
         payloads = parsing.trace.upstream_payloads(payloads)
+    complete = False  # [DONE] came: an upstream that ends otherwise was cut off
     try:
         async for payload in payloads:
             if payload == DONE:
+                complete = True
                 break
-            chunk = _decoded(payload, stream)
+            chunk, upstream_choices = _decoded(payload, stream)
             if encoder is None:
                 encoder = ChunkEncoder.matching(chunk, fallback_model)
-            usage = chunk.get("usage") or usage
-            for upstream_choice in chunk.get("choices") or ():
-                index = upstream_choice.get("index", 0)
+            for upstream_choice in upstream_choices:
+                index = upstream_choice.index
                 choice = choices.get(index)
                 if choice is None:
                     choice = choices[index] = _ChoiceStream(index, parsing, encoder)
                     yield choice.start()
-                delta = upstream_choice.get("delta") or upstream_choice.get("message") or {}
-                for event in choice.delta(delta):
+                for event in choice.delta(upstream_choice.delta):
                     yield event
-                if upstream_choice.get("finish_reason") and not choice.finished:
-                    for event in choice.finish(upstream_choice["finish_reason"]):
+                reason = upstream_choice.finish_reason
+                if reason and not choice.finished:
+                    for event in choice.finish(reason):
                         yield event
+            usage = chunk.get("usage") or usage
+        if not complete and not (choices and all(c.finished for c in choices.values())):
+            stream.failed(UpstreamFailure.MID_STREAM)
+            raise ProxyError(
+                502,
+                "upstream stream ended before its finish_reason and [DONE]",
+                error_type=UPSTREAM_ERROR,
+                code="upstream_stream_cut",
+            )
         if encoder is None:  # an upstream that sent nothing still gets a well-formed answer
             encoder = ChunkEncoder.matching({}, fallback_model)
         if not choices:
@@ -126,30 +140,29 @@ def chunk_payloads(stream: UpstreamStream) -> AsyncIterator[str]:
     one JSON completion (or a 200 holding an `error`) gives that as the only chunk; its
     choices hold a `message` where chunks hold a `delta`."""
     if stream.headers.get("content-type", "").startswith(JSON_MEDIA_TYPE):
-        return _whole_body(stream.lines())
+        return _whole_body(stream)
     return data_payloads(stream.lines())
 
 
-async def _whole_body(lines: AsyncIterator[str]) -> AsyncIterator[str]:
-    # JSON strings hold no raw line breaks, so joining the lines keeps the JSON value.
-    yield "\n".join([line async for line in lines])
+async def _whole_body(stream: UpstreamStream) -> AsyncIterator[str]:
+    yield (await stream.read_body()).decode("utf-8", "replace")
+    yield DONE  # a whole body is complete: a cut one fails while it is read
 
 
-def _decoded(payload: str, stream: UpstreamStream) -> dict[str, Any]:
-    """One upstream chunk; an upstream `error` event or a garbled chunk is counted, raised."""
+def _decoded(payload: str, stream: UpstreamStream) -> tuple[dict[str, Any], list[UpstreamChoice]]:
+    """One upstream chunk and its checked choices; an upstream `error` event or a garbled
+    or malformed chunk is counted, raised."""
     try:
         chunk = json.loads(payload)
     except ValueError:
         chunk = None
-    if not isinstance(chunk, dict):
-        stream.failed(UpstreamFailure.BAD_RESPONSE)
-        raise ProxyError(
-            502,
-            "upstream sent a chunk that is not a JSON object",
-            error_type=UPSTREAM_ERROR,
-            code="upstream_bad_chunk",
-        )
-    if "error" in chunk:
+    if isinstance(chunk, dict) and "error" in chunk:
         stream.failed(UpstreamFailure.MID_STREAM)
         raise UpstreamStatusError(502, payload.encode())
-    return chunk
+    try:
+        if not isinstance(chunk, dict):
+            raise bad_chunk("not a JSON object")
+        return checked_envelope(chunk), chunk_choices(chunk)
+    except ProxyError:
+        stream.failed(UpstreamFailure.BAD_RESPONSE)
+        raise

@@ -30,6 +30,7 @@ from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
 from .sse import data_event
 from .upstream import UpstreamStream
+from .upstream_answer import answer_choices
 from .wire_json import json_bytes, json_response
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
@@ -70,7 +71,7 @@ def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[st
     """The upstream's completion with each choice's text parsed into content and calls;
     every other field (id, created, model, usage, system_fingerprint...) kept."""
     choices = []
-    for choice in answer.get("choices") or ():
+    for choice in answer_choices(answer):
         message = choice.get("message") or {}
         mapper = parsing.mapper()
         builder = MessageBuilder()

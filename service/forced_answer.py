@@ -16,6 +16,7 @@ from .debug import ParserTrace, parse_traced
 from .observer import CompletionObserver
 from .rewrite import offered_tools
 from .sse import DONE_EVENT, data_event
+from .upstream_answer import answer_choices, checked_envelope
 
 TOOL_CALLS = "tool_calls"
 
@@ -28,7 +29,7 @@ def forced_call_deltas(
     trace: ParserTrace | None,
 ) -> list[Delta]:
     """The one call in the upstream's answer, as the deltas that announce it."""
-    choices = answer.get("choices") or [{}]
+    choices = answer_choices(answer) or [{}]
     text = content_text((choices[0].get("message") or {}).get("content"))
 
     def parse(on_error: OnError) -> list[Part]:
@@ -47,7 +48,7 @@ def forced_call_deltas(
 
 def forced_call_completion(answer: dict[str, Any], deltas: list[Delta]) -> dict[str, Any]:
     """The non-streaming answer: the upstream's completion with its message replaced."""
-    choices = answer.get("choices") or [{}]
+    choices = answer_choices(answer) or [{}]
     builder = MessageBuilder()
     builder.add(deltas)
     message = builder.message(choices[0].get("message") or {})
@@ -59,7 +60,7 @@ async def forced_call_events(
     answer: dict[str, Any], deltas: list[Delta], *, include_usage: bool, fallback_model: str
 ) -> AsyncIterator[bytes]:
     """The streaming answer: role, the call's start, its arguments, finish, usage, [DONE]."""
-    encoder = ChunkEncoder.matching(answer, fallback_model)
+    encoder = ChunkEncoder.matching(checked_envelope(answer), fallback_model)
     for delta in [ROLE_DELTA, *deltas]:
         yield data_event(encoder.chunk(0, delta))
     yield data_event(encoder.chunk(0, {}, TOOL_CALLS))

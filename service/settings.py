@@ -27,6 +27,12 @@ MEBIBYTE = 1024 * 1024
 # Generous for long agent histories (Roo Code sends whole files back as tool results), yet
 # small enough that one request cannot make the proxy buffer an unbounded body.
 DEFAULT_MAX_REQUEST_BYTES = 10 * MEBIBYTE
+# One event-stream line carries one chunk, a few hundred bytes of delta; 8 MiB is far above
+# any real chunk, yet bounds what an upstream that never sends a line break costs.
+DEFAULT_UPSTREAM_MAX_LINE_BYTES = 8 * MEBIBYTE
+# A whole non-streamed answer, decompressed: room for long outputs with logprobs, while a
+# gzip bomb (200 KB inflating to 200 MB) stops here.
+DEFAULT_UPSTREAM_MAX_BODY_BYTES = 64 * MEBIBYTE
 DEFAULT_PROTOCOL = "json-mix"
 # Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
 # own embedded demo upstream over loopback instead.
@@ -62,6 +68,8 @@ class Settings(BaseSettings):
     upstream_read_timeout: float = Field(default=300.0, gt=0)
     upstream_total_timeout: float = Field(default=600.0, gt=0)
     upstream_max_connections: int = Field(default=100, ge=1)
+    upstream_max_line_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_LINE_BYTES, ge=1)
+    upstream_max_body_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_BODY_BYTES, ge=1)
     proxy_api_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
     routes_file: Path | None = None
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, ge=1)

@@ -5,10 +5,60 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from .errors import UPSTREAM_ERROR, ProxyError
+
 EVENT_STREAM = "text/event-stream"
 DONE = "[DONE]"
 DONE_EVENT = b"data: [DONE]\n\n"
 DATA_FIELD = "data:"
+
+
+class LineSplitter:
+    """Body bytes in, lines out, split where SSE splits them: CR, LF or CRLF, never at the
+    U+2028, U+2029 or U+0085 that servers send raw inside JSON strings. A line that grows
+    past `max_line_bytes` without ending raises 502: an upstream that never sends a line
+    break must not make the proxy buffer without bound.
+
+    >>> splitter = LineSplitter(max_line_bytes=1024)
+    >>> splitter.feed(b"data: 1\r"), splitter.feed(b"\ndata: 2\n\n")
+    (['data: 1'], ['data: 2', ''])
+    """
+
+    __slots__ = ("_after_cr", "_max_line_bytes", "_pending")
+
+    def __init__(self, max_line_bytes: int) -> None:
+        self._max_line_bytes = max_line_bytes
+        self._pending = b""
+        self._after_cr = False  # the last line ended in CR: an LF opening the next is its end
+
+    def feed(self, data: bytes) -> list[str]:
+        if self._after_cr and data.startswith(b"\n"):
+            data = data[1:]
+        self._after_cr = False
+        # bytes.splitlines breaks at CR, LF and CRLF only (str.splitlines at many more).
+        lines = (self._pending + data).splitlines(keepends=True)
+        self._pending = lines.pop() if lines and not lines[-1].endswith((b"\n", b"\r")) else b""
+        if len(self._pending) > self._max_line_bytes:
+            raise self._too_long()
+        if not lines:
+            return []
+        if max(map(len, lines)) > self._max_line_bytes + len(b"\r\n"):
+            raise self._too_long()
+        self._after_cr = not self._pending and lines[-1].endswith(b"\r")
+        return [line.rstrip(b"\r\n").decode("utf-8", "replace") for line in lines]
+
+    def finish(self) -> list[str]:
+        """The last line, when the body did not end with a line break."""
+        pending, self._pending = self._pending, b""
+        return [pending.decode("utf-8", "replace")] if pending else []
+
+    def _too_long(self) -> ProxyError:
+        return ProxyError(
+            502,
+            f"upstream sent a line longer than {self._max_line_bytes} bytes",
+            error_type=UPSTREAM_ERROR,
+            code="upstream_line_too_long",
+        )
 
 
 async def data_payloads(lines: AsyncIterator[str]) -> AsyncIterator[str]:

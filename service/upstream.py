@@ -4,9 +4,11 @@ shared `httpx.AsyncClient`, under the total deadline, with failures mapped to `P
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -16,6 +18,7 @@ import httpx
 from .errors import UPSTREAM_ERROR, ProxyError, UpstreamStatusError
 from .headers import HeaderPairs
 from .metrics import ProxyMetrics, UpstreamFailure
+from .sse import LineSplitter
 
 # An upstream error body is read only this far: enough for any real error message, and an
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
@@ -71,6 +74,14 @@ def upstream_failure(exc: BaseException) -> ProxyError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """How much of an upstream body the proxy holds in memory at once (see the settings)."""
+
+    max_line_bytes: int  # one line of an event stream
+    max_body_bytes: int  # a whole body read at once, after decompression
+
+
 def build_client(
     *, connect_timeout: float, read_timeout: float, max_connections: int
 ) -> httpx.AsyncClient:
@@ -98,11 +109,17 @@ class UpstreamStream:
     """
 
     def __init__(
-        self, response: httpx.Response, deadline: float, metrics: ProxyMetrics, started: float
+        self,
+        response: httpx.Response,
+        deadline: float,
+        metrics: ProxyMetrics,
+        started: float,
+        limits: ReadLimits,
     ) -> None:
         self.response = response
         self._deadline = deadline
         self._metrics = metrics
+        self._limits = limits
         self._started: float | None = started  # None once the duration is recorded
 
     @property
@@ -119,8 +136,36 @@ class UpstreamStream:
             yield chunk
 
     async def lines(self) -> AsyncIterator[str]:
-        async for line in self._before_deadline(self.response.aiter_lines()):
+        """The (decoded) body's lines, split at CR, LF and CRLF only, each bounded."""
+        splitter = LineSplitter(self._limits.max_line_bytes)
+        async for chunk in self._before_deadline(self.response.aiter_bytes()):
+            try:
+                lines = splitter.feed(chunk)
+            except ProxyError:
+                self.failed(UpstreamFailure.BAD_RESPONSE)
+                raise
+            for line in lines:
+                yield line
+        for line in splitter.finish():
             yield line
+
+    async def read_body(self) -> bytes:
+        """The whole (decoded) body; past `max_body_bytes` (a decompression bomb, a runaway
+        upstream) a 502 instead. The bound is checked per decoded chunk, so memory peaks at
+        the bound plus what one network read inflates to."""
+        limit = self._limits.max_body_bytes
+        body = bytearray()
+        async for chunk in self._before_deadline(self.response.aiter_bytes()):
+            body += chunk
+            if len(body) > limit:
+                self.failed(UpstreamFailure.BAD_RESPONSE)
+                raise ProxyError(
+                    502,
+                    f"upstream body exceeds {limit} bytes",
+                    error_type=UPSTREAM_ERROR,
+                    code="upstream_body_too_large",
+                )
+        return bytes(body)
 
     async def _before_deadline(self, source: AsyncIterator[Item]) -> AsyncIterator[Item]:
         # The deadline wraps each read only, never a `yield`: a timeout must not fire while
@@ -144,6 +189,22 @@ class UpstreamStream:
             self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=True)).inc()
             raise upstream_failure(exc) from exc
 
+    def json_object(self, body: bytes) -> dict[str, Any]:
+        """`body` decoded as the JSON object it must be; anything else is a counted 502."""
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            self.failed(UpstreamFailure.BAD_RESPONSE)
+            raise ProxyError(
+                502,
+                "upstream answered with a body that is not a JSON object",
+                error_type=UPSTREAM_ERROR,
+                code="upstream_bad_response",
+            )
+        return answer
+
     def failed(self, kind: UpstreamFailure) -> None:
         """Count a failure its reader found in the body (an error event, a garbled chunk)."""
         self._metrics.upstream_errors.labels(kind).inc()
@@ -160,17 +221,23 @@ class UpstreamStream:
 class Upstream:
     """Requests to the upstream, each bounded by the total timeout.
 
-    >>> upstream = Upstream(client, total_timeout=600, metrics=metrics)
+    >>> upstream = Upstream(client, total_timeout=600, metrics=metrics, limits=limits)
     >>> answer = await upstream.request_json("POST", url, headers=headers, content=body)
     """
 
     def __init__(
-        self, client: httpx.AsyncClient, *, total_timeout: float, metrics: ProxyMetrics
+        self,
+        client: httpx.AsyncClient,
+        *,
+        total_timeout: float,
+        metrics: ProxyMetrics,
+        limits: ReadLimits,
     ) -> None:
         self.client = client
         self._total_timeout = total_timeout
         self._metrics = metrics
         self._hinted: set[str] = set()
+        self._limits = limits
 
     async def request_json(
         self,
@@ -182,30 +249,14 @@ class Upstream:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send, return the decoded JSON object answer; any failure raises `ProxyError`."""
-        started = time.perf_counter()
+        stream = await self.open_stream(
+            method, url, headers=headers, content=content, timeout=timeout
+        )
         try:
-            async with asyncio.timeout(timeout or self._total_timeout):
-                response = await self.client.request(method, url, content=content, headers=headers)
-        except UPSTREAM_FAILURES as exc:
-            raise self._failure(exc) from exc
+            body = await stream.read_body()
         finally:
-            self._metrics.upstream_duration.observe(time.perf_counter() - started)
-        if response.status_code >= 400:
-            self._metrics.upstream_errors.labels(UpstreamFailure.STATUS).inc()
-            raise self._status_error(response.status_code, response.content, url)
-        try:
-            answer = response.json()
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            self._metrics.upstream_errors.labels(UpstreamFailure.BAD_RESPONSE).inc()
-            raise ProxyError(
-                502,
-                "upstream answered with a body that is not a JSON object",
-                error_type=UPSTREAM_ERROR,
-                code="upstream_bad_response",
-            )
-        return answer
+            await stream.aclose()
+        return stream.json_object(body)
 
     async def open_stream(
         self,
@@ -214,10 +265,12 @@ class Upstream:
         *,
         headers: HeaderPairs,
         content: bytes | AsyncIterator[bytes] | None = None,
+        timeout: float | None = None,
     ) -> UpstreamStream:
-        """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body."""
+        """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body.
+        `timeout` bounds the whole exchange (default: the total timeout)."""
         started = time.perf_counter()
-        deadline = asyncio.get_running_loop().time() + self._total_timeout
+        deadline = asyncio.get_running_loop().time() + (timeout or self._total_timeout)
         request = self.client.build_request(method, url, headers=headers, content=content)
         try:
             async with asyncio.timeout_at(deadline):
@@ -225,7 +278,7 @@ class Upstream:
         except UPSTREAM_FAILURES as exc:
             self._metrics.upstream_duration.observe(time.perf_counter() - started)
             raise self._failure(exc) from exc
-        stream = UpstreamStream(response, deadline, self._metrics, started)
+        stream = UpstreamStream(response, deadline, self._metrics, started, self._limits)
         if response.status_code < 400:
             return stream
         stream.failed(UpstreamFailure.STATUS)

@@ -66,8 +66,16 @@ class Reply:
     """Answer with the chunks' text: one SSE chunk per string when the request streams
     (after `reasoning` deltas; usage last if asked), else one JSON completion."""
 
-    def __init__(self, *chunks: str, finish_reason: str = "stop", reasoning: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        *chunks: str,
+        finish_reason: str = "stop",
+        reasoning: tuple[str, ...] = (),
+        ascii_only: bool = True,
+    ):
         self.chunks, self.finish_reason, self.reasoning = chunks, finish_reason, reasoning
+        # False: non-ASCII travels as raw UTF-8 (U+2028 too), as vLLM and serde servers send it.
+        self.ascii_only = ascii_only
 
 
 class Hang:
@@ -94,6 +102,15 @@ class Paused:
         self.resume = threading.Event()
 
 
+class Verbatim:
+    """Answer 200 with exactly these bytes, each piece sent on its own, then end cleanly:
+    for malformed chunks, cut streams, odd line breaks, encodings."""
+
+    def __init__(self, *pieces: bytes, headers: dict[str, str] | None = None):
+        self.pieces = pieces
+        self.headers = {"content-type": "text/event-stream", **(headers or {})}
+
+
 @dataclass(frozen=True)
 class Fail:
     """Answer with an HTTP error in OpenAI's error shape."""
@@ -106,7 +123,7 @@ class Fail:
         return {"error": {"message": self.message, "type": "upstream", "param": None, "code": None}}
 
 
-Step = Reply | Hang | Drop | Fail | Paused
+Step = Reply | Hang | Drop | Fail | Paused | Verbatim
 
 
 @dataclass(frozen=True)
@@ -170,6 +187,8 @@ class ScriptedUpstream:
         step = self._script.popleft()
         if isinstance(step, Fail):
             return JSONResponse(step.body, status_code=step.status)
+        if isinstance(step, Verbatim):
+            return _Raw(lambda send, receive: _send_verbatim(step, send))
         if isinstance(step, Reply) and not asked.get("stream"):
             return JSONResponse(completion_body(step, asked["model"]))
         if isinstance(step, Paused):
@@ -211,6 +230,14 @@ class ScriptedUpstream:
         self.client_gone.set()
 
 
+async def _send_verbatim(step: Verbatim, send: Send) -> None:
+    headers = [(name.encode(), value.encode()) for name, value in step.headers.items()]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    for piece in step.pieces:
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
 class _Raw(Response):
     """A response written by hand on the ASGI channel."""
 
@@ -243,7 +270,10 @@ def event_stream(step: Step, asked: dict[str, Any]) -> Iterator[bytes]:
         chunks.append(_chunk(model, {}, step.finish_reason))
         if (asked.get("stream_options") or {}).get("include_usage"):
             chunks.append({**_chunk(model, {}), "choices": [], "usage": USAGE})
-    yield from (f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks)
+    ascii_only = not isinstance(step, Reply) or step.ascii_only
+    yield from (
+        f"data: {json.dumps(chunk, ensure_ascii=ascii_only)}\n\n".encode() for chunk in chunks
+    )
     if isinstance(step, Reply):
         yield b"data: [DONE]\n\n"
 
