@@ -20,6 +20,7 @@ from .app import build_router
 from .log_config import LogLevel, configure_logging, held_records
 from .metrics import prepare_multiprocess_dir
 from .routing import RoutesFileError
+from .server_limits import server_options
 from .settings import SETTING_RECORD_KEY, Settings
 
 # Each flag overrides the environment variable it is written into (every worker reads it).
@@ -159,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         access_log=False,
         timeout_graceful_shutdown=settings.drain_timeout,
         loop="auto",
-        http="auto",
+        **server_options(settings),
     )
 
 

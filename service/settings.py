@@ -33,6 +33,16 @@ DEFAULT_UPSTREAM_MAX_LINE_BYTES = 8 * MEBIBYTE
 # A whole non-streamed answer, decompressed: room for long outputs with logprobs, while a
 # gzip bomb (200 KB inflating to 200 MB) stops here.
 DEFAULT_UPSTREAM_MAX_BODY_BYTES = 64 * MEBIBYTE
+# Server limits, enforced before a request reaches the app. A request head (line plus
+# headers) past 64 KiB is refused: real clients send a few KiB, nginx allows 32 KiB.
+DEFAULT_SERVER_MAX_HEADER_BYTES = 64 * 1024
+# A client has this long to send its whole head, from connecting or from its request's first
+# byte: nginx's client_header_timeout is 60 s; a healthy client needs milliseconds.
+DEFAULT_SERVER_HEADER_TIMEOUT = 30.0
+# And this long for its body once the head is in: 10 MiB at 1 Mbit/s takes 84 s.
+DEFAULT_SERVER_BODY_TIMEOUT = 120.0
+# An idle keep-alive connection is closed after this long (uvicorn's own default).
+DEFAULT_SERVER_KEEP_ALIVE_TIMEOUT = 5.0
 DEFAULT_PROTOCOL = "json-mix"
 # Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
 # own embedded demo upstream over loopback instead.
@@ -70,6 +80,13 @@ class Settings(BaseSettings):
     upstream_max_connections: int = Field(default=100, ge=1)
     upstream_max_line_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_LINE_BYTES, ge=1)
     upstream_max_body_bytes: int = Field(default=DEFAULT_UPSTREAM_MAX_BODY_BYTES, ge=1)
+    server_max_header_bytes: int = Field(default=DEFAULT_SERVER_MAX_HEADER_BYTES, ge=1024)
+    server_header_timeout: float = Field(default=DEFAULT_SERVER_HEADER_TIMEOUT, gt=0)
+    server_body_timeout: float = Field(default=DEFAULT_SERVER_BODY_TIMEOUT, gt=0)
+    server_keep_alive_timeout: float = Field(default=DEFAULT_SERVER_KEEP_ALIVE_TIMEOUT, gt=0)
+    server_max_concurrency: int | None = Field(
+        default=None, ge=1, description="connections plus requests in flight; beyond: 503"
+    )
     proxy_api_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
     routes_file: Path | None = None
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, ge=1)

@@ -58,15 +58,16 @@ def chat_body(*tools: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def serve(app: ASGIApp) -> Iterator[str]:
+def serve(app: ASGIApp, **options: Any) -> Iterator[str]:
     """Run `app` under uvicorn in a daemon thread on a socket bound here, so the URL is
-    known and connections wait in the backlog until the server (and lifespan) is up."""
+    known and connections wait in the backlog until the server (and lifespan) is up.
+    `options`: more `uvicorn.Config` arguments."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen()
     _host, port = sock.getsockname()
     config = uvicorn.Config(
-        app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS
+        app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS, **options
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
