@@ -67,6 +67,8 @@ def decoded_body(raw: bytes) -> dict[str, Any]:
         body = json.loads(raw)
     except ValueError:
         raise invalid("request body is not valid JSON", None, "invalid_json") from None
+    except RecursionError:  # json's C decoder recurses per level: `[` x 200,000 gets here
+        raise invalid("request body nests too deeply", None, "invalid_json") from None
     if not isinstance(body, dict):
         raise invalid("request body must be a JSON object", None)
     return body

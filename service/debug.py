@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,12 @@ RESET = "\x1b[0m"
 PLAIN_MARKERS = ("[[", "]]")
 EVENT_PREFIX = b"data: "
 NOTHING = "(none)"
+# Model and upstream text reach the operator's terminal: control characters (ESC and the C1
+# CSI would drive the terminal, CR would overwrite a line) and Unicode line breaks are shown
+# escaped; a newline inside the summary's model text starts an indented line, so that text
+# cannot forge a log line of its own.
+CONTROL_CHARACTERS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+SUMMARY_TEXT_NEWLINE = "\n  "
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,7 @@ class ParserTrace:
         self.tools = tools
 
     def log(self, what: str, detail: str) -> None:
-        debug_logger.debug("[%s] %s %s", self._request_id, what, detail)
+        debug_logger.debug("[%s] %s %s", self._request_id, what, escaped(detail, "\\n"))
 
     async def upstream_payloads(self, payloads: AsyncIterator[str]) -> AsyncIterator[str]:
         async for payload in payloads:
@@ -140,11 +147,12 @@ class ParserTrace:
             "--- model text (tool-call segments marked) ---",
             highlighted(text, segments, self._debug.markers),
             "--- parsed tool calls ---",
-            *([f"{call.name} {call.arguments}" for call in calls] or [NOTHING]),
+            *([escaped(f"{call.name} {call.arguments}", "\\n") for call in calls] or [NOTHING]),
             "--- parse errors ---",
             *(
                 [
-                    f"{error.kind}: {error.message}\n  original: {json.dumps(error.original)}"
+                    escaped(f"{error.kind}: {error.message}", "\\n")
+                    + f"\n  original: {json.dumps(error.original)}"
                     for error in errors
                 ]
                 or [NOTHING]
@@ -163,14 +171,23 @@ def parse_traced(
 
 
 def highlighted(text: str, segments: Sequence[Segment], markers: Markers) -> str:
-    """`text` with each segment wrapped in the markers."""
+    """`text`, escaped, with each segment wrapped in the markers."""
     pieces = []
     at = 0
     for segment in segments:
-        pieces += [text[at : segment.start], markers.open, segment.text, markers.close]
+        before, inside = text[at : segment.start], segment.text
+        pieces += [escaped(before, SUMMARY_TEXT_NEWLINE), markers.open]
+        pieces += [escaped(inside, SUMMARY_TEXT_NEWLINE), markers.close]
         at = segment.end
-    pieces.append(text[at:])
+    pieces.append(escaped(text[at:], SUMMARY_TEXT_NEWLINE))
     return "".join(pieces)
+
+
+def escaped(text: str, newline: str) -> str:
+    """`text` safe for a terminal and a log: control characters as `\\xNN`/`\\uNNNN`,
+    each newline as `newline`."""
+    text = CONTROL_CHARACTERS.sub(lambda match: ascii(match.group())[1:-1], text)
+    return text.replace("\n", newline)
 
 
 class _Transcript:

@@ -5,7 +5,10 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     base_url = "http://gpu-box:8001/v1" # default: UPSTREAM_BASE_URL
     model = "qwen2.5-coder-7b"          # default: the client-facing name
     protocol = "morph-xml"              # default: TOOL_PROTOCOL
-    api_key_env = "CODER_API_KEY"       # default: UPSTREAM_API_KEY
+    api_key_env = "CODER_API_KEY"       # default: UPSTREAM_API_KEY, see below
+
+A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
+upstream's origin (scheme, host and port): that key is never sent to another server.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -102,15 +106,22 @@ def _route(name: str, entry: Any, default: Target) -> Target:
     unknown = set(entry) - ROUTE_FIELDS
     if unknown:
         raise RoutesFileError(f"route {name!r}: unknown fields {sorted(unknown)}")
-    api_key = default.api_key
+    base_url = entry.get("base_url", default.base_url).rstrip("/")
+    api_key = default.api_key if _origin(base_url) == _origin(default.base_url) else None
     if "api_key_env" in entry:
         env_name = entry["api_key_env"]
         if env_name not in os.environ:
             raise RoutesFileError(f"route {name!r}: environment variable {env_name} is not set")
         api_key = SecretStr(os.environ[env_name])
     return Target(
-        base_url=entry.get("base_url", default.base_url).rstrip("/"),
+        base_url=base_url,
         model=entry.get("model", name),
         protocol_name=entry.get("protocol", default.protocol_name),
         api_key=api_key,
     )
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme.lower(), parts.hostname, port
