@@ -1,5 +1,5 @@
 """The streaming answer: upstream SSE chunks in, their text through the parser, OpenAI
-`chat.completion.chunk` events out, the upstream stream closed however it ends."""
+`chat.completion.chunk` events out (the caller owns and closes the upstream stream)."""
 
 from __future__ import annotations
 
@@ -87,6 +87,7 @@ async def stream_completion(
         async for payload in payloads:
             if payload == DONE:
                 complete = True
+                await stream.aclose()  # nothing more to read: released before the last events
                 break
             chunk, upstream_choices = _decoded(payload, stream)
             if encoder is None:
@@ -131,8 +132,6 @@ async def stream_completion(
     except Exception:
         logger.exception("streaming answer failed")
         yield data_event(json.dumps(error_body("internal proxy error", error_type=SERVER_ERROR)))
-    finally:
-        await stream.aclose()
 
 
 def chunk_payloads(stream: UpstreamStream) -> AsyncIterator[str]:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sse_starlette import EventSourceResponse
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -23,7 +22,7 @@ from .disconnect import while_connected
 from .forced_answer import forced_call_completion, forced_call_deltas, forced_call_events
 from .observer import CompletionObserver
 from .parser_config import OutputParsing
-from .relay import RelayResponse
+from .relay import ClosingResponse, relayed
 from .request_body import read_limited
 from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
@@ -112,7 +111,7 @@ class ChatExchange:
         opening = self._context.upstream.open_stream(
             "POST", self._url, headers=headers, content=body
         )
-        return RelayResponse(await while_connected(self._request.receive, opening))
+        return relayed(await while_connected(self._request.receive, opening))
 
     async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
         """Tools offered: the model's text parsed into content and calls."""
@@ -212,17 +211,13 @@ def traced_event_response(
     *,
     drain_timeout: float,
 ) -> Response:
-    """An event stream that closes `upstream` even if the client left before the first
-    event was pulled."""
+    """An event stream; `upstream`, if any, owned by the response: closed however it ends,
+    even if the client left before the first event was pulled."""
     if trace is not None:
         events = trace.client_events(events)
-    background = None if upstream is None else BackgroundTask(upstream.aclose)
     # At shutdown sse-starlette would end the stream at once; it gets DRAIN_TIMEOUT to finish,
     # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
-    return EventSourceResponse(
-        events,
-        ping=KEEPALIVE_PING_SECONDS,
-        sep="\n",
-        background=background,
-        shutdown_grace_period=drain_timeout,
+    response = EventSourceResponse(
+        events, ping=KEEPALIVE_PING_SECONDS, sep="\n", shutdown_grace_period=drain_timeout
     )
+    return response if upstream is None else ClosingResponse(response, upstream)

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from .context import ProxyContext
 from .errors import ProxyError
 from .headers import upstream_authorization, upstream_headers
-from .relay import RelayResponse
+from .relay import ClosingResponse, relayed
 from .request_body import limited_stream
 
 # An upstream that cannot list its models this fast is treated as not ready: a probe should
@@ -87,7 +87,7 @@ def relayed_url(base_url: str, raw_path: bytes, raw_query: bytes) -> str:
     return f"{url}?{raw_query.decode('ascii')}" if raw_query else url
 
 
-async def forward(request: Request, context: ProxyContext) -> RelayResponse:
+async def forward(request: Request, context: ProxyContext) -> ClosingResponse:
     """Any other `/v1/{path}`: method, query, headers and body relayed to the default
     upstream, the answer relayed back, both streamed."""
     target = context.router.default
@@ -107,7 +107,7 @@ async def forward(request: Request, context: ProxyContext) -> RelayResponse:
         headers=headers,
         content=content,
     )
-    return RelayResponse(stream)
+    return relayed(stream)
 
 
 async def upstream_ready(context: ProxyContext) -> bool:

@@ -1,5 +1,6 @@
 """An open upstream response relayed to the client byte for byte, for everything the proxy
-does not need to read: tools-free chats and every other `/v1/*` endpoint."""
+does not need to read (tools-free chats and every other `/v1/*` endpoint); and the one owner
+that closes an upstream stream once a handler holds it, whichever way it is answered."""
 
 from __future__ import annotations
 
@@ -19,12 +20,40 @@ from .upstream import UpstreamStream
 logger = logging.getLogger(__name__)
 
 
-class RelayResponse(Response):
-    """Streams `stream`'s body to the client and closes it however the relay ends: body
-    done, client gone (noticed even while the upstream is silent), or upstream broken.
+class ClosingResponse(Response):
+    """Sends `inner`, then closes `stream` in one `finally`, however sending ended: body
+    done, client gone (even before the first byte), or upstream broken. A handler that
+    opened a stream returns it wrapped so; nothing else closes it.
 
-    >>> return RelayResponse(await upstream.open_stream("POST", url, headers=h, content=body))
+    >>> stream = await upstream.open_stream("POST", url, headers=h, content=body)
+    >>> return ClosingResponse(EventSourceResponse(events_from(stream)), stream)
     """
+
+    def __init__(self, inner: Response, stream: UpstreamStream) -> None:
+        self._inner = inner
+        self._stream = stream
+        self.status_code = inner.status_code
+        self.background = None
+        self.raw_headers = inner.raw_headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._inner(scope, receive, send)
+        finally:
+            await self._stream.aclose()
+
+
+def relayed(stream: UpstreamStream) -> ClosingResponse:
+    """`stream`'s status, headers and body relayed to the client.
+
+    >>> return relayed(await upstream.open_stream("POST", url, headers=h, content=body))
+    """
+    return ClosingResponse(RelayResponse(stream), stream)
+
+
+class RelayResponse(Response):
+    """Streams `stream`'s body to the client until it ends, the upstream breaks or the
+    client goes (noticed even while the upstream is silent). Use it through `relayed`."""
 
     def __init__(self, stream: UpstreamStream) -> None:
         self._stream = stream
@@ -40,8 +69,6 @@ class RelayResponse(Response):
             await while_connected(receive, self._relay(send))
         except (ClientDisconnect, OSError):
             logger.debug("client went away during the relay")  # nobody is left to tell
-        finally:
-            await self._stream.aclose()
 
     async def _relay(self, send: Send) -> None:
         await send(

@@ -183,6 +183,7 @@ class UpstreamStream:
                         async with asyncio.timeout_at(self._deadline):
                             item = await anext(source)
                 except StopAsyncIteration:
+                    await self.aclose()  # read to its end: done now, not when the owner is
                     return
                 yield item
         except UPSTREAM_FAILURES as exc:
@@ -210,6 +211,7 @@ class UpstreamStream:
         self._metrics.upstream_errors.labels(kind).inc()
 
     async def aclose(self) -> None:
+        """Idempotent: the owner's `finally` may follow a read to the end."""
         if self._started is not None:
             self._metrics.upstream_duration.observe(time.perf_counter() - self._started)
             self._started = None
