@@ -160,12 +160,11 @@ class ChatExchange:
     def observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
         """Who hears about this completion: the metrics always, the debug trace if it is on."""
         record = request_record(self._request)
-        observer = CompletionObserver(protocol.name, self._context.metrics, record)
         debug = self._context.debug
         trace = (
             None if debug is None else debug.trace(record.request_id, protocol, self._chat.tools)
         )
-        return observer, trace
+        return CompletionObserver(protocol.name, self._context.metrics, record, trace), trace
 
     async def answer(self, body: bytes) -> dict[str, Any]:
         """The upstream's whole JSON answer."""

@@ -15,12 +15,13 @@ import logging
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from protocols import OnError, ParseError, Part, Protocol, Segment, StreamParser, ToolCall, ToolSpec
+from protocols import ParseError, Part, Protocol, Segment, StreamParser, ToolCall, ToolSpec
 
 debug_logger = logging.getLogger("toolcall_proxy.debug")
 
@@ -96,7 +97,8 @@ class ParserDebug:
 
 
 class ParserTrace:
-    """One request's tracing: wraps its upstream chunks, parsers and client events."""
+    """One request's tracing: wraps its upstream chunks, parsers and client events, and
+    hears parse errors from the completion's observer."""
 
     def __init__(
         self, debug: ParserDebug, request_id: str, protocol: Protocol, tools: Sequence[ToolSpec]
@@ -105,6 +107,7 @@ class ParserTrace:
         self._request_id = request_id
         self.protocol = protocol
         self.tools = tools
+        self._parsing: _Transcript | None = None  # the choice whose parser is running
 
     def log(self, what: str, detail: str) -> None:
         debug_logger.debug("[%s] %s %s", self._request_id, what, escaped(detail, "\\n"))
@@ -122,23 +125,37 @@ class ParserTrace:
     def client_answer(self, answer: dict[str, Any]) -> None:
         self.log("client", json.dumps(answer, ensure_ascii=False))
 
-    def stream_parser(
-        self, parser_for: Callable[[OnError], StreamParser], on_error: OnError
-    ) -> StreamParser:
-        """`parser_for(on_error)`'s parser, traced; its errors still reach `on_error`."""
-        transcript = _Transcript(self, on_error, gather=self._debug.mode is DebugMode.PARSE)
-        return _TracedParser(parser_for(transcript.parse_error), transcript)
+    def parse_error(self, error: ParseError) -> None:
+        """A parse error (the observer tells): logged, and kept for the running choice's
+        summary. Parsers report errors only while they run, so the running one is it."""
+        self.log("parse error", f"{error.kind}: {error.message}")
+        if self._parsing is not None:
+            self._parsing.errors.append(error)
 
-    def parse_whole(
-        self, text: str, parse: Callable[[OnError], list[Part]], on_error: OnError
-    ) -> list[Part]:
-        """`parse(on_error)` run over a whole answer's `text`, traced."""
+    def stream_parser(self, parser: StreamParser) -> StreamParser:
+        """`parser`, traced."""
+        return _TracedParser(parser, self._transcript(), self)
+
+    def parse_whole(self, text: str, parse: Callable[[], list[Part]]) -> list[Part]:
+        """`parse()` run over a whole answer's `text`, traced."""
         self.log("upstream text", json.dumps(text, ensure_ascii=False))
-        transcript = _Transcript(self, on_error, gather=self._debug.mode is DebugMode.PARSE)
-        parts = parse(transcript.parse_error)
+        transcript = self._transcript()
+        with self.running(transcript):
+            parts = parse()
         transcript.record(text, parts)
         transcript.end()
         return parts
+
+    @contextmanager
+    def running(self, transcript: _Transcript) -> Iterator[None]:
+        self._parsing = transcript
+        try:
+            yield
+        finally:
+            self._parsing = None
+
+    def _transcript(self) -> _Transcript:
+        return _Transcript(self, gather=self._debug.mode is DebugMode.PARSE)
 
     def summary(self, text: str, calls: Sequence[ToolCall], errors: Sequence[ParseError]) -> str:
         segments = self.protocol.extract_tool_call_segments(text, self.tools)
@@ -162,12 +179,12 @@ class ParserTrace:
 
 
 def parse_traced(
-    trace: ParserTrace | None, text: str, parse: Callable[[OnError], list[Part]], on_error: OnError
+    trace: ParserTrace | None, text: str, parse: Callable[[], list[Part]]
 ) -> list[Part]:
-    """`parse(on_error)` over a whole answer's `text`, traced when tracing is on."""
+    """`parse()` over a whole answer's `text`, traced when tracing is on."""
     if trace is None:
-        return parse(on_error)
-    return trace.parse_whole(text, parse, on_error)
+        return parse()
+    return trace.parse_whole(text, parse)
 
 
 def highlighted(text: str, segments: Sequence[Segment], markers: Markers) -> str:
@@ -194,18 +211,12 @@ class _Transcript:
     """One choice's parts logged as they come; in parse mode its text, calls and errors
     kept for the summary."""
 
-    def __init__(self, trace: ParserTrace, on_error: OnError, *, gather: bool) -> None:
+    def __init__(self, trace: ParserTrace, *, gather: bool) -> None:
         self._trace = trace
-        self._on_error = on_error
         self._gather = gather
         self._text: list[str] = []
         self._calls: list[ToolCall] = []
-        self._errors: list[ParseError] = []
-
-    def parse_error(self, error: ParseError) -> None:
-        self._trace.log("parse error", f"{error.kind}: {error.message}")
-        self._errors.append(error)
-        self._on_error(error)
+        self.errors: list[ParseError] = []
 
     def record(self, text: str, parts: list[Part]) -> None:
         for part in parts:
@@ -216,21 +227,24 @@ class _Transcript:
 
     def end(self) -> None:
         if self._gather:
-            debug_logger.debug(self._trace.summary("".join(self._text), self._calls, self._errors))
+            debug_logger.debug(self._trace.summary("".join(self._text), self._calls, self.errors))
 
 
 class _TracedParser(StreamParser):
-    def __init__(self, parser: StreamParser, transcript: _Transcript) -> None:
+    def __init__(self, parser: StreamParser, transcript: _Transcript, trace: ParserTrace) -> None:
         self._parser = parser
         self._transcript = transcript
+        self._trace = trace
 
     def feed(self, text: str) -> list[Part]:
-        parts = self._parser.feed(text)
+        with self._trace.running(self._transcript):
+            parts = self._parser.feed(text)
         self._transcript.record(text, parts)
         return parts
 
     def finish(self) -> list[Part]:
-        parts = self._parser.finish()
+        with self._trace.running(self._transcript):
+            parts = self._parser.finish()
         self._transcript.record("", parts)
         self._transcript.end()
         return parts

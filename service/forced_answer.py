@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from protocols import OnError, Part, Protocol
+from protocols import Part, Protocol
 from protocols.forced_call import parse_forced_call
 
 from .chat_request import ChatRequest, content_text
@@ -32,15 +32,16 @@ def forced_call_deltas(
     choices = answer_choices(answer) or [{}]
     text = content_text((choices[0].get("message") or {}).get("content"))
 
-    def parse(on_error: OnError) -> list[Part]:
+    def parse() -> list[Part]:
         tools = offered_tools(request)
+        on_error = observer.parse_error
         return [
             parse_forced_call(
                 text, protocol, tools, default_name=request.named_tool, on_error=on_error
             )
         ]
 
-    parts = parse_traced(trace, text, parse, observer.parse_error)
+    parts = parse_traced(trace, text, parse)
     observer.usage(answer.get("usage"))
     mapper = DeltaMapper(think_as_reasoning=False, single_call=True, on_call=observer.tool_call)
     return mapper.deltas(parts)

@@ -9,6 +9,7 @@ from typing import Any
 
 from protocols import ParseError
 
+from .debug import ParserTrace
 from .metrics import ProxyMetrics
 from .request_record import RequestRecord
 
@@ -24,10 +25,17 @@ class CompletionObserver:
     >>> parser = protocol.stream_parser(tools, on_error=observer.parse_error)
     """
 
-    def __init__(self, protocol: str, metrics: ProxyMetrics, record: RequestRecord) -> None:
+    def __init__(
+        self,
+        protocol: str,
+        metrics: ProxyMetrics,
+        record: RequestRecord,
+        trace: ParserTrace | None = None,
+    ) -> None:
         self._protocol = protocol
         self._metrics = metrics
         self._record = record
+        self._trace = trace  # DEBUG_PARSER_MW's, when it is on
         record.protocol = protocol
 
     def tool_call(self, name: str) -> None:
@@ -37,6 +45,8 @@ class CompletionObserver:
     def parse_error(self, error: ParseError) -> None:
         self._metrics.parse_failures.labels(self._protocol, error.kind).inc()
         logger.debug("model output kept as text (%s): %s", error.kind, error.message)
+        if self._trace is not None:
+            self._trace.parse_error(error)
 
     def dropped_call(self, name: str) -> None:
         self._metrics.dropped_calls.labels(self._protocol).inc()

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from protocols import (
     ArgumentsMode,
-    OnError,
     Part,
     Protocol,
     StreamParser,
@@ -39,19 +38,26 @@ class OutputParsing:
     trace: ParserTrace | None = None
 
     def stream_parser(self) -> StreamParser:
-        if self.trace is None:
-            return self._stream_parser(self.observer.parse_error)
-        return self.trace.stream_parser(self._stream_parser, self.observer.parse_error)
+        parser = self.protocol.stream_parser(
+            self.tools,
+            on_error=self.observer.parse_error,
+            mode=self.arguments_mode,
+            unknown_tools=self.unknown_tools,
+        )
+        return parser if self.trace is None else self.trace.stream_parser(parser)
 
     def parse_whole(self, text: str) -> list[Part]:
         """A complete text at once: atomic, so a call cut short stays text."""
 
-        def parse(on_error: OnError) -> list[Part]:
+        def parse() -> list[Part]:
             return self.protocol.parse(
-                text, self.tools, on_error=on_error, unknown_tools=self.unknown_tools
+                text,
+                self.tools,
+                on_error=self.observer.parse_error,
+                unknown_tools=self.unknown_tools,
             )
 
-        return parse_traced(self.trace, text, parse, self.observer.parse_error)
+        return parse_traced(self.trace, text, parse)
 
     def mapper(self) -> DeltaMapper:
         return DeltaMapper(
@@ -59,12 +65,4 @@ class OutputParsing:
             single_call=self.single_call,
             on_call=self.observer.tool_call,
             on_dropped_call=self.observer.dropped_call,
-        )
-
-    def _stream_parser(self, on_error: OnError) -> StreamParser:
-        return self.protocol.stream_parser(
-            self.tools,
-            on_error=on_error,
-            mode=self.arguments_mode,
-            unknown_tools=self.unknown_tools,
         )
