@@ -1,17 +1,18 @@
 """Serve ASGI apps for real on loopback, and talk to the served proxy as OpenAI clients do:
 through the official SDK, or over raw HTTP, reading replies while checking the wire format.
 
->>> with serve(app) as url:  # "http://127.0.0.1:PORT", accepting before this line returns
+>>> with serve(app) as url:  # "http://127.0.0.1:PORT", serving before this line returns
 ...     httpx.get(url + "/healthz")
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 # Bounds, not synchronisation: a broken server fails the test instead of hanging it.
-SHUTDOWN_GRACE_SECONDS = 2
+STARTUP_SECONDS = 10
 THREAD_JOIN_SECONDS = 10
 DONE = "[DONE]"
 
@@ -59,25 +60,57 @@ def chat_body(*tools: dict[str, Any], **fields: Any) -> dict[str, Any]:
 
 @contextmanager
 def serve(app: ASGIApp, **options: Any) -> Iterator[str]:
-    """Run `app` under uvicorn in a daemon thread on a socket bound here, so the URL is
-    known and connections wait in the backlog until the server (and lifespan) is up.
+    """Run `app` under uvicorn on its own event loop in a daemon thread, on a socket bound
+    here; the URL is returned once the app's lifespan startup has run.
+
+    uvicorn's own `run` polls for the exit flag every 0.1 s and then waits for lingering
+    keep-alive connections and a fixed 0.1 s more: for a test that is most of its time.
+    Here the loop wakes on an event, idle connections are closed, the app's lifespan shutdown
+    runs, and whatever is still in flight is cancelled as the loop closes.
     `options`: more `uvicorn.Config` arguments."""
-    sock = socket.socket()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen()
     _host, port = sock.getsockname()
-    config = uvicorn.Config(
-        app, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS, **options
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **options))
+    runner = asyncio.Runner()
+    loop = runner.get_loop()
+    stop = asyncio.Event()
+    started = threading.Event()
+
+    def run() -> None:
+        try:
+            runner.run(_serve_until(server, sock, stop, started))
+        finally:
+            started.set()  # a failed startup must not leave the caller waiting
+            runner.close()
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
+        started.wait(STARTUP_SECONDS)
+        assert server.started, "the server did not start; see the error above"
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        with suppress(RuntimeError):  # the loop already ended
+            loop.call_soon_threadsafe(stop.set)
         thread.join(THREAD_JOIN_SECONDS)
         sock.close()
+
+
+async def _serve_until(
+    server: uvicorn.Server, sock: socket.socket, stop: asyncio.Event, started: threading.Event
+) -> None:
+    server.config.load()
+    server.lifespan = server.config.lifespan_class(server.config)
+    await server.startup(sockets=[sock])
+    started.set()
+    await stop.wait()
+    for listener in server.servers:
+        listener.close()
+    for connection in list(server.server_state.connections):
+        connection.shutdown()  # closes it if idle; else it closes after its response
+    await server.lifespan.shutdown()
 
 
 @dataclass
