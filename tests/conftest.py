@@ -3,7 +3,9 @@ served by uvicorn on loopback, and the proxy's callers (the official SDK and raw
 
 from __future__ import annotations
 
+import os
 import socket
+import ssl
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from hypothesis import settings
 
 pytest.register_assert_rewrite("servers")
 
@@ -21,6 +24,17 @@ from protocols import protocol_names  # noqa: E402
 
 # A bound, not synchronisation: a broken proxy fails its test instead of hanging it.
 CLIENT_TIMEOUT_SECONDS = 10.0
+
+# Every client the tests open shares one TLS context: each new httpx client would otherwise
+# load the CA bundle again (tens of milliseconds), though the tests speak plain HTTP.
+CLIENT_TLS = ssl.create_default_context()
+
+# Property tests run the same examples on every run and every machine: a failure in CI is
+# reproducible at once, and a loaded CI runner cannot fail a test by being slow (no deadline).
+# HYPOTHESIS_PROFILE=explore draws fresh random examples, for a longer local search.
+settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
@@ -64,8 +78,9 @@ def start_proxy(upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
                 api_key="test",
                 max_retries=0,
                 timeout=CLIENT_TIMEOUT_SECONDS,
+                http_client=httpx.Client(verify=CLIENT_TLS, timeout=CLIENT_TIMEOUT_SECONDS),
             )
-            http = httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS)
+            http = httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS, verify=CLIENT_TLS)
             stack.enter_context(client)
             stack.enter_context(http)
             return Proxy(url, client, http)
