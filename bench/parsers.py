@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from protocols import ToolSpec, get_protocol
+from protocols import ToolSpec, get_protocol, protocol_names
 
 TOOLS = [
     ToolSpec(
@@ -76,19 +76,21 @@ def main() -> None:
         f"{size // 1000} KB write_to_file": lambda p: file_write(p, size),
         "100 small calls": lambda p: small_calls(p, 100),
     }
-    print(f"{'protocol':<10} {'input':<24} {'1-char MB/s':>12} {'16-char MB/s':>13}")
-    for protocol in ("json-mix", "morph-xml"):
+    width = max(len("protocol"), *map(len, protocol_names()))
+    print(f"{'protocol':<{width}} {'input':<24} {'1-char MB/s':>12} {'16-char MB/s':>13}")
+    for protocol in protocol_names():
         for label, make in cases.items():
             text = make(protocol)
             one, sixteen = throughput(protocol, text, 1), throughput(protocol, text, 16)
-            print(f"{protocol:<10} {label:<24} {one:>12.2f} {sixteen:>13.2f}")
+            print(f"{protocol:<{width}} {label:<24} {one:>12.2f} {sixteen:>13.2f}")
     print("\nscaling (file write, 16-char deltas): seconds for 1x and 10x the input")
-    for protocol in ("json-mix", "morph-xml"):
+    for protocol in protocol_names():
         base = file_write(protocol, size // 10)
         big = file_write(protocol, size)
         t1 = len(base.encode()) / throughput(protocol, base, 16) / 1e6
         t10 = len(big.encode()) / throughput(protocol, big, 16) / 1e6
-        print(f"{protocol:<10} 1x {t1:.4f}s  10x {t10:.4f}s  ratio {t10 / t1:.1f} (10 = linear)")
+        ratio = f"ratio {t10 / t1:.1f} (10 = linear)"
+        print(f"{protocol:<{width}} 1x {t1:.4f}s  10x {t10:.4f}s  {ratio}")
 
 
 if __name__ == "__main__":

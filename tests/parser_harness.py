@@ -35,9 +35,11 @@ from protocols import (
     ToolSpec,
     UnknownTools,
     get_protocol,
+    protocol_names,
 )
 
-PROTOCOL_NAMES = ("json-mix", "morph-xml", "qwen3-coder")
+# Every registered protocol: a protocol file added to the package is tested with no edit here.
+PROTOCOL_NAMES = tuple(protocol_names())
 MODES = (ArgumentsMode.INCREMENTAL, ArgumentsMode.ATOMIC)
 # How a text is fed: whole, one character at a time, and in pieces of five.
 CHUNKINGS = (
@@ -167,6 +169,28 @@ class Result:
 
 def protocol_of(protocol: str | Protocol) -> Protocol:
     return get_protocol(protocol) if isinstance(protocol, str) else protocol
+
+
+def sample_call(protocol: str | Protocol) -> str:
+    """get_weather(city="Paris") as `protocol` renders it: a call any protocol parses."""
+    return protocol_of(protocol).render_call("get_weather", {"city": "Paris"})
+
+
+def rendered_outputs(protocol: str | Protocol) -> dict[str, str]:
+    """Well-formed outputs built from the protocol's own rendering, by name: what every
+    protocol, a new one too, is tested on before its hand-written cases."""
+    call = sample_call(protocol)
+    return {
+        "rendered-call": call,
+        "rendered-calls-amid-text": f"Before {call} between {call} after",
+        "rendered-call-after-think": f"<think>maybe {call}</think>{call}",
+    }
+
+
+def cut_off_outputs(protocol: str | Protocol) -> dict[str, str]:
+    """Outputs that end inside a rendered call, as a model stopped by max_tokens writes."""
+    call = sample_call(protocol)
+    return {"rendered-call-cut-off": "Sure. " + call[: len(call) // 2]}
 
 
 def run(

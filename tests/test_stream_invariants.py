@@ -18,8 +18,11 @@ from parser_harness import (
     TOOLS,
     Chunks,
     check_contract,
+    cut_off_outputs,
     fragments,
+    rendered_outputs,
     run,
+    sample_call,
 )
 
 from protocols import (
@@ -37,9 +40,10 @@ QWEN_CALL = (
     "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
     "</tool_call>"
 )
-CALLS = {"json-mix": JSON_CALL, "morph-xml": XML_CALL, "qwen3-coder": QWEN_CALL}
+CALLS = {protocol: sample_call(protocol) for protocol in PROTOCOL_NAMES}
 
-# Outputs of every shape each protocol meets, by name: well-formed ones (calls and text that
+# Every registered protocol's own renderings, then (for the protocols written so far)
+# outputs of every shape each protocol meets, by name: well-formed ones (calls and text that
 # parse without an error in either mode) and broken or cut-off ones.
 WELL_FORMED: dict[str, dict[str, str]] = {
     "json-mix": {
@@ -135,9 +139,16 @@ BROKEN: dict[str, dict[str, str]] = {
         "cut-off-tag": "<tool_call>\n<function=search>\n<parameter=query>\nx\n</param",
     },
 }
+RENDERED = {protocol: rendered_outputs(protocol) for protocol in PROTOCOL_NAMES}
+CUT_OFF = {protocol: cut_off_outputs(protocol) for protocol in PROTOCOL_NAMES}
 CORPUS: dict[str, list[str]] = {
-    protocol: [*WELL_FORMED[protocol].values(), *BROKEN[protocol].values()]
-    for protocol in PROTOCOL_NAMES
+    protocol: [
+        *texts.values(),
+        *CUT_OFF[protocol].values(),
+        *WELL_FORMED.get(protocol, {}).values(),
+        *BROKEN.get(protocol, {}).values(),
+    ]
+    for protocol, texts in RENDERED.items()
 }
 
 
@@ -150,7 +161,7 @@ def _cases(*groups: dict[str, dict[str, str]]) -> list[Any]:
     ]
 
 
-CASES = _cases(WELL_FORMED, BROKEN)
+CASES = _cases(RENDERED, WELL_FORMED, CUT_OFF, BROKEN)
 
 
 @pytest.mark.parametrize(("protocol", "source"), CASES)
@@ -178,7 +189,7 @@ def test_parse_is_the_atomic_stream_parser(protocol: str, source: str) -> None:
     assert [_without_ids(part) for part in parts] == [_without_ids(p) for p in atomic.parts]
 
 
-@pytest.mark.parametrize(("protocol", "source"), _cases(WELL_FORMED))
+@pytest.mark.parametrize(("protocol", "source"), _cases(RENDERED, WELL_FORMED))
 def test_both_modes_agree_on_well_formed_outputs(protocol: str, source: str) -> None:
     atomic = run(protocol, source, mode=ArgumentsMode.ATOMIC)
     incremental = run(protocol, source)

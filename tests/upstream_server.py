@@ -24,6 +24,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from protocols import get_protocol, protocol_names
+
 UPSTREAM_ID = "chatcmpl-upstream"
 # A bound, not synchronisation: a test that fails before resuming a `Paused` step frees it.
 PAUSE_BOUND_SECONDS = 30
@@ -40,26 +42,23 @@ EMBEDDING = {
     "usage": {"prompt_tokens": 2, "total_tokens": 2},
 }
 
-# What the model writes when it calls get_weather(city="Paris"), in each text protocol.
-WEATHER_CALL = {
-    "json-mix": '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
-    "morph-xml": "<get_weather><city>Paris</city></get_weather>",
-    "qwen3-coder": (
-        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
-        "</function>\n</tool_call>"
-    ),
-}
-TIME_CALL = {
-    "json-mix": '<tool_call>{"name": "get_time", "arguments": {"zone": "UTC"}}</tool_call>',
-    "morph-xml": "<get_time><zone>UTC</zone></get_time>",
-    "qwen3-coder": (
-        "<tool_call>\n<function=get_time>\n<parameter=zone>\nUTC\n</parameter>\n"
-        "</function>\n</tool_call>"
-    ),
-}
 # The same calls as (name, arguments) once parsed.
 PARIS_WEATHER = ("get_weather", {"city": "Paris"})
 UTC_TIME = ("get_time", {"zone": "UTC"})
+
+
+def rendered_calls(name: str, arguments: dict[str, Any]) -> dict[str, str]:
+    """What the model writes to make this call, by protocol: each protocol's own rendering,
+    so a protocol added to the registry is scripted here with no edit."""
+    return {
+        protocol: get_protocol(protocol).render_call(name, arguments)
+        for protocol in protocol_names()
+    }
+
+
+# What the model writes when it calls get_weather(city="Paris") or get_time(zone="UTC").
+WEATHER_CALL = rendered_calls(*PARIS_WEATHER)
+TIME_CALL = rendered_calls(*UTC_TIME)
 
 
 class Reply:
