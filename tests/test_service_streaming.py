@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from inprocess_stream import stream_in_process
 from servers import (
     MODEL,
     QUESTION,
@@ -27,7 +28,12 @@ from upstream_server import (
     ScriptedUpstream,
 )
 
+# Every cut of each protocol's call, in-process; over HTTP, a cut in its first tag, in its
+# middle and before its last character.
 SPLITS = [(protocol, at) for protocol, call in WEATHER_CALL.items() for at in range(1, len(call))]
+SPLITS_OVER_HTTP = [
+    (protocol, at) for protocol, call in WEATHER_CALL.items() for at in (1, len(call) // 2, -1)
+]
 
 
 def call_fragments(events: list[Any]) -> list[dict[str, Any]]:
@@ -63,6 +69,18 @@ def test_streamed_call_opens_with_id_and_name_then_sends_only_argument_fragments
 
 
 @pytest.mark.parametrize(("tool_protocol", "at"), SPLITS)
+def test_call_split_at_any_point_streams_as_one_call(tool_protocol: str, at: int) -> None:
+    call = WEATHER_CALL[tool_protocol]
+
+    completion = stream_in_process(
+        tool_protocol, Reply("Sure.", call[:at], call[at:], " Done."), WEATHER_TOOL
+    )
+
+    assert completion.calls == [PARIS_WEATHER]
+    assert completion.content == "Sure. Done."
+
+
+@pytest.mark.parametrize(("tool_protocol", "at"), SPLITS_OVER_HTTP)
 def test_call_split_across_two_chunks_streams_as_one_call(
     upstream: ScriptedUpstream, start_proxy: StartProxy, tool_protocol: str, at: int
 ) -> None:
