@@ -37,16 +37,28 @@ settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-@pytest.fixture
-def upstream() -> ScriptedUpstream:
-    """Script it with `upstream.script(Reply(...))`; read `upstream.requests` afterwards."""
-    return ScriptedUpstream()
-
-
-@pytest.fixture
-def upstream_url(upstream: ScriptedUpstream) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def served_upstream() -> Iterator[tuple[ScriptedUpstream, str]]:
+    """One scripted upstream served for a whole test module, and its base URL: each test
+    resets it (see `upstream`), so tests share the server, never a script or a request."""
+    upstream = ScriptedUpstream()
     with serve(upstream.app) as url:
-        yield url + "/v1"
+        yield upstream, url + "/v1"
+
+
+@pytest.fixture
+def upstream(served_upstream: tuple[ScriptedUpstream, str]) -> ScriptedUpstream:
+    """Script it with `upstream.script(Reply(...))`; read `upstream.requests` afterwards."""
+    upstream, _url = served_upstream
+    upstream.reset()
+    return upstream
+
+
+@pytest.fixture
+def upstream_url(upstream: ScriptedUpstream, served_upstream: tuple[ScriptedUpstream, str]) -> str:
+    """The scripted upstream's base URL ("http://127.0.0.1:PORT/v1")."""
+    _upstream, url = served_upstream
+    return url
 
 
 @pytest.fixture

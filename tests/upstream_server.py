@@ -162,6 +162,13 @@ class ScriptedUpstream:
     def script(self, *steps: Step) -> None:
         self._script.extend(steps)
 
+    def reset(self) -> None:
+        """Forget the requests and the steps left, for the next test on the same server. A
+        fresh `client_gone`: a late disconnect from the last test cannot set the new one."""
+        self.requests = []
+        self.client_gone = threading.Event()
+        self._script.clear()
+
     @property
     def chat_requests(self) -> list[Received]:
         return [r for r in self.requests if r.path == "/v1/chat/completions"]
@@ -192,12 +199,18 @@ class ScriptedUpstream:
             return JSONResponse(completion_body(step, asked["model"]))
         if isinstance(step, Paused):
             return _Raw(lambda send, receive: self._paused(step, asked, send))
+        gone = self.client_gone  # this test's, even if the client leaves after a reset
         if isinstance(step, Hang) and not step.chunks:
-            return _Raw(lambda send, receive: self._wait_for_disconnect(receive))
-        return _Raw(lambda send, receive: self._stream(step, asked, send, receive))
+            return _Raw(lambda send, receive: _wait_for_disconnect(receive, gone))
+        return _Raw(lambda send, receive: self._stream(step, asked, send, receive, gone))
 
     async def _stream(
-        self, step: Step, asked: dict[str, Any], send: Send, receive: Receive
+        self,
+        step: Step,
+        asked: dict[str, Any],
+        send: Send,
+        receive: Receive,
+        gone: threading.Event,
     ) -> None:
         headers = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -206,7 +219,7 @@ class ScriptedUpstream:
         if isinstance(step, Drop):
             raise ConnectionDropped
         if isinstance(step, Hang):
-            return await self._wait_for_disconnect(receive)
+            return await _wait_for_disconnect(receive, gone)
         await send({"type": "http.response.body", "body": b""})
 
     async def _paused(self, step: Paused, asked: dict[str, Any], send: Send) -> None:
@@ -223,10 +236,11 @@ class ScriptedUpstream:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _wait_for_disconnect(self, receive: Receive) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        self.client_gone.set()
+
+async def _wait_for_disconnect(receive: Receive, gone: threading.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
 
 
 async def _send_verbatim(step: Verbatim, send: Send) -> None:
