@@ -55,10 +55,16 @@ def upstream(served_upstream: tuple[ScriptedUpstream, str]) -> ScriptedUpstream:
 
 
 @pytest.fixture
-def upstream_url(upstream: ScriptedUpstream, served_upstream: tuple[ScriptedUpstream, str]) -> str:
+def upstream_url(
+    upstream: ScriptedUpstream, served_upstream: tuple[ScriptedUpstream, str]
+) -> Iterator[str]:
     """The scripted upstream's base URL ("http://127.0.0.1:PORT/v1")."""
-    _upstream, url = served_upstream
-    return url
+    shared, url = served_upstream
+    if upstream is shared:
+        yield url
+    else:  # a module that overrides `upstream` gets its own upstream served for each test
+        with serve(upstream.app) as own_url:
+            yield own_url + "/v1"
 
 
 @pytest.fixture
