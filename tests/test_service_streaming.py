@@ -32,7 +32,9 @@ from upstream_server import (
 # middle and before its last character.
 SPLITS = [(protocol, at) for protocol, call in WEATHER_CALL.items() for at in range(1, len(call))]
 SPLITS_OVER_HTTP = [
-    (protocol, at) for protocol, call in WEATHER_CALL.items() for at in (1, len(call) // 2, -1)
+    (protocol, at)
+    for protocol, call in WEATHER_CALL.items()
+    for at in (1, len(call) // 2, len(call) - 1)
 ]
 
 
