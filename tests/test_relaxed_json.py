@@ -208,15 +208,20 @@ def test_parse_json_values_rejects_leftovers_and_empty_text(text: str) -> None:
         parse_json_values(text)
 
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
-    max_leaves=20,
-)
+def json_values_up_to(max_leaves: int) -> st.SearchStrategy[Any]:
+    """Any JSON value with at most `max_leaves` scalars in it."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+        max_leaves=max_leaves,
+    )
+
+
+json_values = json_values_up_to(20)
 
 
 @given(json_values)
@@ -226,15 +231,7 @@ def test_strict_json_round_trips(value: Any) -> None:
 
 # Values nested deep are test_strict_json_round_trips' matter; here the boundaries between
 # objects are, and small values keep generation from costing seconds of retried draws.
-small_json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
-    max_leaves=5,
-)
+small_json_values = json_values_up_to(5)
 
 
 @given(st.lists(st.dictionaries(st.text(), small_json_values, max_size=3), min_size=1, max_size=4))
