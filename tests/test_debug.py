@@ -15,10 +15,19 @@ from observability import caught_logs
 from servers import WEATHER_TOOL, Proxy, StartProxy, chat_body
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
+from service.debug import SUMMARY_TEXT_NEWLINE
+
 DEBUG_LOGGER = "toolcall_proxy.debug"
 REQUEST_ID = "debug-1"
 CALL = WEATHER_CALL["json-mix"]
 BROKEN_CALL = "<tool_call>this is not json</tool_call>"
+
+
+def indented(text: str) -> str:
+    """Model text as the parse summary shows it: each line break starts an indented line."""
+    return text.replace("\n", SUMMARY_TEXT_NEWLINE)
+
+
 # The SGR codes each highlight style must use, and the reset after a segment.
 STYLE_CODES = {
     "bg": "\x1b[30;43m",
@@ -94,7 +103,7 @@ def test_parse_mode_summary_marks_the_call_segment_and_lists_the_parsed_call(
         [
             f"[{REQUEST_ID}] parse summary (json-mix)",
             "--- model text (tool-call segments marked) ---",
-            f"Let me check. [[{CALL}]]",
+            f"Let me check. [[{indented(CALL)}]]",
             "--- parsed tool calls ---",
             'get_weather {"city": "Paris"}',
             "--- parse errors ---",
@@ -112,7 +121,7 @@ def test_parse_mode_summary_shows_parse_errors_with_their_original_text(
     summary = summary_of(debug_lines(proxy))
 
     text_and_calls, errors = summary.split("--- parse errors ---\n")
-    assert f"{BROKEN_CALL} then [[{CALL}]]" in text_and_calls
+    assert f"{BROKEN_CALL} then [[{indented(CALL)}]]" in text_and_calls
     assert errors.startswith("malformed_json: ")
     assert errors.endswith(f'  original: "{BROKEN_CALL}"')
 
@@ -128,7 +137,7 @@ def test_on_a_terminal_each_style_wraps_the_segment_in_its_escape_codes(
 
     summary = summary_of(debug_lines(proxy))
 
-    assert f"Let me check. {STYLE_CODES[style]}{CALL}{RESET}" in summary
+    assert f"Let me check. {STYLE_CODES[style]}{indented(CALL)}{RESET}" in summary
     assert "[[" not in summary
 
 
@@ -144,7 +153,7 @@ def test_no_color_keeps_plain_markers_even_on_a_terminal(
 
     summary = summary_of(debug_lines(proxy))
 
-    assert f"Let me check. [[{CALL}]]" in summary
+    assert f"Let me check. [[{indented(CALL)}]]" in summary
     assert "\x1b[" not in summary
 
 
