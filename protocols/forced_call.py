@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .base import Protocol
+from .call_objects import ARGUMENT_KEYS, NAME_KEYS, CallObjectError, call_from_object
 from .coerce import coerce_by_schema
-from .json_mix import CallBodyError, call_from_object
-from .json_stream import ARGUMENT_KEYS, NAME_KEYS
 from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
 from .prompting import example_arguments, tool_declarations
 from .relaxed_json import RelaxedJSONError, parse_relaxed_json, strip_code_fence
@@ -80,7 +79,7 @@ def _read_call(
         if any(key in value for key in NAME_KEYS):
             try:
                 return call_from_object(value)
-            except CallBodyError:
+            except CallObjectError:
                 name = next((value[key] for key in NAME_KEYS if key in value), None)
                 return (name if isinstance(name, str) and name else None), None
         if any(key in value for key in ARGUMENT_KEYS):

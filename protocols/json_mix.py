@@ -8,17 +8,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
+from .base import ParserOptions, Protocol, StreamParser
+from .call_objects import CallObjectError, calls_in_json
 from .coerce import coerce_by_schema
-from .json_stream import ARGUMENT_KEYS, NAME_KEYS, JsonCallLexer
+from .json_stream import JsonCallLexer
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
-from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_json, strip_code_fence
 from .streaming import (
+    ArgumentSender,
     CallContext,
     CallScanner,
-    StreamedCall,
     TagStreamParser,
     partial_token_start,
     unclosed_tag_start,
@@ -28,10 +28,6 @@ from .streaming import (
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")
 # Longer than any tag name a model closes a call with; a longer `<...` is not held back.
 MAX_TAG_CHARS = 64
-
-
-class CallBodyError(ValueError):
-    pass
 
 
 @register("json-mix")
@@ -107,7 +103,7 @@ class _JsonCall(CallScanner):
         self._body: list[str] = []
         self._held = ""
         self._lexer = JsonCallLexer({name: tool.parameters for name, tool in ctx.tools.items()})
-        self._streamed: StreamedCall | None = None
+        self._sender = ArgumentSender(ctx)
 
     def consume(self, text: str) -> str | None:
         text = self._held + text
@@ -140,50 +136,36 @@ class _JsonCall(CallScanner):
         body = "".join(self._body)
         original = self._open_tag + body + self._held
         try:
-            calls = calls_in_body(body, complete_only=True)
-        except CallBodyError as error:
-            if self._streamed is not None:
-                self._ctx.unfinished_call(self._streamed, original)
-            else:
-                self._ctx.fall_back_to_text(ErrorKind.UNFINISHED_CALL, str(error), original)
+            calls = calls_in_json(body, complete_only=True)
+        except CallObjectError:
+            self._ctx.cut_off_call(self._sender.call, original)
             return
         self._emit(calls, original)
 
     def _absorb(self, text: str) -> None:
-        if not text:
-            return
-        self._body.append(text)
-        lexer = self._lexer
-        if not lexer.healthy:
-            return
-        fragments = lexer.feed(text)
-        ctx = self._ctx
-        if ctx.mode is ArgumentsMode.ATOMIC or lexer.name is None:
-            return
-        if self._streamed is None and ctx.accepts(lexer.name):
-            self._streamed = ctx.start_call(lexer.name)
-        if self._streamed is not None:
-            ctx.send_arguments(self._streamed, "".join(fragments))
+        if text:
+            self._body.append(text)
+            self._sender.feed(self._lexer, text)
 
     def _complete(self, close_tag: str) -> None:
         body = "".join(self._body)
         original = self._open_tag + body + close_tag
         try:
-            calls = calls_in_body(body, complete_only=False)
-        except CallBodyError as error:
-            if self._streamed is not None:
-                self._ctx.error(ErrorKind.MALFORMED_JSON, str(error), original)
-                self._ctx.close_streamed_call(
-                    self._streamed, self._lexer.closing_suffix(), original
-                )
-            else:
-                self._ctx.fall_back_to_text(ErrorKind.MALFORMED_JSON, str(error), original)
+            calls = calls_in_json(body, complete_only=False)
+        except CallObjectError as error:
+            self._ctx.reject_call(
+                self._sender.call,
+                ErrorKind.MALFORMED_JSON,
+                str(error),
+                original,
+                self._lexer.closing_suffix(),
+            )
             return
         self._emit(calls, original)
 
     def _emit(self, calls: list[tuple[str, dict[str, Any]]], original: str) -> None:
         ctx = self._ctx
-        if self._streamed is None and not all(ctx.accepts(name) for name, _ in calls):
+        if self._sender.call is None and not all(ctx.accepts(name) for name, _ in calls):
             unknown = ", ".join(name for name, _ in calls if not ctx.accepts(name))
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {unknown}", original)
             return
@@ -194,46 +176,6 @@ class _JsonCall(CallScanner):
                 name,
                 coerce_by_schema(arguments, tool.parameters) if tool else arguments,
                 original if index == 0 else "",
-                streamed=self._streamed if index == 0 else None,
+                streamed=self._sender.call if index == 0 else None,
                 closing_suffix=self._lexer.closing_suffix(),
             )
-
-
-def calls_in_body(body: str, *, complete_only: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The calls a `<tool_call>` body holds: one object, an array of them, or several
-    objects in a row. With `complete_only`, a body that needs closing is rejected (the
-    output was cut off, and a half-written call must not pass as a finished one)."""
-    try:
-        values = parse_json_values(strip_code_fence(body), complete_only=complete_only)
-    except RelaxedJSONError as error:
-        raise CallBodyError(f"malformed call JSON: {error}") from None
-    calls = []
-    for value in values:
-        for item in value if isinstance(value, list) else [value]:
-            calls.append(call_from_object(item))
-    if not calls:
-        raise CallBodyError("no call in the body")
-    return calls
-
-
-def call_from_object(item: Any) -> tuple[str, dict[str, Any]]:
-    """(name, arguments) from `{"name": ..., "arguments": {...}}` and the variants models
-    write: other key names, arguments as a JSON string, OpenAI's `{"function": {...}}`."""
-    if not isinstance(item, dict):
-        raise CallBodyError("a call must be a JSON object")
-    if isinstance(item.get("function"), dict):
-        item = item["function"]
-    name = next((item[key] for key in NAME_KEYS if key in item), None)
-    if not isinstance(name, str) or not name:
-        raise CallBodyError("the call has no tool name")
-    arguments = next((item[key] for key in ARGUMENT_KEYS if key in item), None)
-    if isinstance(arguments, str):
-        try:
-            arguments = parse_relaxed_json(arguments) if arguments.strip() else {}
-        except RelaxedJSONError as error:
-            raise CallBodyError(f"arguments string is not JSON: {error}") from None
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise CallBodyError("arguments must be a JSON object")
-    return name, arguments

@@ -12,11 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .call_objects import ARGUMENT_KEYS, NAME_KEYS
 from .coerce import coerce_by_schema, is_string_schema
-
-# The keys models use for a call's tool name and its arguments, most common first.
-NAME_KEYS = ("name", "function", "tool", "tool_name")
-ARGUMENT_KEYS = ("arguments", "parameters", "params", "input", "args")
 
 _STRING_RUN = re.compile(r'[^"\\]+')
 _SCALAR_RUN = re.compile(r"[^\s,\]}]+")

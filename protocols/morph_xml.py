@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema
@@ -21,9 +20,9 @@ from .relaxed_xml import (
     parse_xml_arguments,
 )
 from .streaming import (
+    ArgumentSender,
     CallContext,
     CallScanner,
-    StreamedCall,
     TagStreamParser,
     partial_token_start,
     unclosed_tag_start,
@@ -57,12 +56,21 @@ class MorphXmlProtocol(Protocol):
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
         return (
-            f"<tool_result tool={quoteattr(name)} call_id={quoteattr(call_id)}>\n"
+            f"<tool_result tool={_attribute(name)} call_id={_attribute(call_id)}>\n"
             f"{content}\n</tool_result>"
         )
 
     def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser:
         return _MorphXmlParser(tools, options)
+
+
+def _attribute(value: str) -> str:
+    """`value` as a quoted XML attribute. (xml.sax.saxutils.quoteattr would do, but importing
+    it loads urllib.request, socket and ssl into a package that must stay free of I/O.)"""
+    escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+    for char, reference in (("\n", "&#10;"), ("\r", "&#13;"), ("\t", "&#9;")):
+        escaped = escaped.replace(char, reference)
+    return f'"{escaped}"'
 
 
 def _render_element(key: str, value: Any) -> str:
@@ -133,9 +141,11 @@ class _MorphCall(CallScanner):
         self._body: list[str] = []
         self._held = ""
         self._arguments = (
-            XmlArgumentStream(tool.parameters) if ctx.mode is ArgumentsMode.INCREMENTAL else None
+            XmlArgumentStream(tool.parameters, tool.name)
+            if ctx.mode is ArgumentsMode.INCREMENTAL
+            else None
         )
-        self._streamed: StreamedCall | None = None
+        self._sender = ArgumentSender(ctx)
 
     def consume(self, text: str) -> str | None:
         text = self._held + text
@@ -182,45 +192,39 @@ class _MorphCall(CallScanner):
         body = "".join(self._body)
         original = self._open_tag + body + self._held
         complete = not self._held and arguments_are_complete(body)
-        if complete and self._parse(body, original, streamed_only=True):
+        if complete and self._parse(body, original, reject_invalid=False):
             return
-        self._ctx.cut_off_call(self._streamed, original)
+        self._ctx.cut_off_call(self._sender.call, original)
 
     def _absorb(self, text: str) -> None:
-        stream = self._arguments
-        if not text:
-            return
-        self._body.append(text)
-        if stream is None or not stream.healthy:
-            return
-        fragments = stream.feed(text)
-        if self._streamed is None and stream.started:
-            self._streamed = self._ctx.start_call(self._tool.name)
-        if self._streamed is not None:
-            self._ctx.send_arguments(self._streamed, "".join(fragments))
+        if text:
+            self._body.append(text)
+            if self._arguments is not None:
+                self._sender.feed(self._arguments, text)
 
     def _complete(self, close_tag: str) -> None:
         body = "".join(self._body)
-        self._parse(body, self._open_tag + body + close_tag, streamed_only=False)
+        self._parse(body, self._open_tag + body + close_tag, reject_invalid=True)
 
-    def _parse(self, body: str, original: str, *, streamed_only: bool) -> bool:
-        """Emit the call `body` holds. On failure, a streamed call is closed as it stands
-        and an unstreamed one becomes text, unless `streamed_only` leaves that to the caller."""
+    def _parse(self, body: str, original: str, *, reject_invalid: bool) -> bool:
+        """Emit the call `body` holds; False if it does not parse. An invalid body is
+        rejected as a call (see CallContext.reject_call) only with `reject_invalid`;
+        otherwise nothing is emitted and the caller decides."""
         ctx, schema = self._ctx, self._tool.parameters
         closing = self._arguments.closing_suffix() if self._arguments else ""
         try:
             arguments = coerce_by_schema(parse_xml_arguments(body, schema), schema)
         except RelaxedXMLError as error:
-            if streamed_only:
+            if not reject_invalid:
                 return False
             kind = (
                 ErrorKind.DUPLICATE_STRING_TAG
                 if isinstance(error, DuplicateStringTagError)
                 else ErrorKind.MALFORMED_XML
             )
-            ctx.reject_call(self._streamed, kind, str(error), original, closing)
+            ctx.reject_call(self._sender.call, kind, str(error), original, closing)
             return True
         ctx.complete_call(
-            self._tool.name, arguments, original, streamed=self._streamed, closing_suffix=closing
+            self._tool.name, arguments, original, streamed=self._sender.call, closing_suffix=closing
         )
         return True

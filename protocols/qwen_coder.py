@@ -25,13 +25,19 @@ from collections.abc import Mapping, Sequence
 from enum import Enum, auto
 from typing import Any
 
-from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
+from .base import ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema, is_string_schema
 from .json_stream import canonical_string
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
-from .streaming import CallContext, CallScanner, StreamedCall, TagStreamParser, partial_token_start
+from .streaming import (
+    ArgumentSender,
+    CallContext,
+    CallScanner,
+    TagStreamParser,
+    partial_token_start,
+)
 
 # The literal tags; none holds a regular-expression metacharacter, so patterns use them as is.
 CALL_START, CALL_END = "<tool_call>", "</tool_call>"
@@ -162,10 +168,10 @@ class _QwenCall(CallScanner):
         self._value: list[str] = []
         self._layout = _ValueLayout()
         self._problem = "" if name else "the call names no function"
-        self._streamed: StreamedCall | None = None
-        if name and ctx.mode is ArgumentsMode.INCREMENTAL and ctx.accepts(name):
-            self._streamed = ctx.start_call(name)
-        self._streaming = self._streamed is not None  # fragments are still being sent
+        self._sender = ArgumentSender(ctx)
+        self._sender.send(name, "")  # the call starts at once
+        if self._sender.call is None:
+            self._sender.stop()
         self._members_sent = 0
         self._streams_text = False  # the value being read is sent as text as it arrives
 
@@ -234,14 +240,14 @@ class _QwenCall(CallScanner):
         elif self._state is _State.BODY and not self._held:
             self._complete()
         else:
-            self._ctx.cut_off_call(self._streamed, original + self._held)
+            self._ctx.cut_off_call(self._sender.call, original + self._held)
 
     def _begin_value(self, key: str) -> None:
         self._state, self._key, self._value = _State.VALUE, key, []
         self._layout = _ValueLayout()
         if key in self._values:
             self._problem = f"the parameter {key!r} is given twice"
-            self._streaming = False
+            self._sender.stop()
         schema = self._property_schema(key)
         self._streams_text = not isinstance(schema, Mapping) or is_string_schema(schema)
         if self._streams_text:
@@ -270,7 +276,7 @@ class _QwenCall(CallScanner):
         if isinstance(coerced, dict) and self._key in coerced:
             self._send_member(self._key, json.dumps(coerced[self._key], ensure_ascii=False))
         else:
-            self._streaming = False  # the final arguments will tell the rest
+            self._sender.stop()  # the final arguments will tell the rest
 
     def _property_schema(self, key: str) -> Any:
         properties = self._schema.get("properties")
@@ -280,30 +286,29 @@ class _QwenCall(CallScanner):
 
     def _send_member(self, key: str, value_start: str) -> None:
         """Send the argument `key` and the start of its value, as dump_arguments writes it."""
-        if self._streaming:
+        if self._sender.sending:
             separator = ", " if self._members_sent else "{"
             self._members_sent += 1
             self._send(f'{separator}"{canonical_string(key)}": {value_start}')
 
     def _send(self, fragment: str) -> None:
-        if self._streaming and self._streamed is not None:
-            self._ctx.send_arguments(self._streamed, fragment)
+        self._sender.send(self._name, fragment)
 
     def _complete(self) -> None:
         ctx, original = self._ctx, self._open_tag + "".join(self._consumed)
         closing = "}" if self._members_sent else ""
         if self._problem:
             ctx.reject_call(
-                self._streamed, ErrorKind.MALFORMED_XML, self._problem, original, closing
+                self._sender.call, ErrorKind.MALFORMED_XML, self._problem, original, closing
             )
             return
-        if self._streamed is None and not ctx.accepts(self._name):
+        if self._sender.call is None and not ctx.accepts(self._name):
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {self._name}", original)
             return
         coerced = coerce_by_schema(self._values, self._schema)
         arguments = coerced if isinstance(coerced, dict) else self._values
         ctx.complete_call(
-            self._name, arguments, original, streamed=self._streamed, closing_suffix=closing
+            self._name, arguments, original, streamed=self._sender.call, closing_suffix=closing
         )
 
 

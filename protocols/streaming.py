@@ -8,7 +8,7 @@ import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
 from .parts import (
@@ -207,6 +207,58 @@ def dump_arguments(value: Any) -> str:
     except UnicodeEncodeError:  # lone surrogates from the model cannot travel as UTF-8
         text = json.dumps(value)
     return text
+
+
+class ArgumentStream(Protocol):
+    """Reads a call's body as it streams and turns its arguments into canonical JSON
+    fragments that can no longer change (json_stream.JsonCallLexer for JSON bodies,
+    xml_stream.XmlArgumentStream for XML ones)."""
+
+    @property
+    def healthy(self) -> bool:
+        """False once the body holds something the stream cannot follow: nothing more is
+        read, and the call's final parse decides the rest."""
+
+    @property
+    def name(self) -> str | None:
+        """The called tool's name once the arguments have begun, else None."""
+
+    def feed(self, text: str) -> list[str]:
+        """The fragments `text` makes final."""
+
+    def closing_suffix(self) -> str:
+        """What makes the fragments returned so far one complete JSON value."""
+
+
+class ArgumentSender:
+    """The one way a scanner's call reaches the client while it streams: the call starts once
+    its tool's name is known and accepted (incremental mode only), then its fragments follow.
+    After `stop()` nothing more is sent; the call's final value decides the rest."""
+
+    __slots__ = ("_ctx", "call", "sending")
+
+    def __init__(self, ctx: CallContext) -> None:
+        self._ctx = ctx
+        self.call: StreamedCall | None = None
+        self.sending = ctx.mode is ArgumentsMode.INCREMENTAL
+
+    def feed(self, stream: ArgumentStream, text: str) -> None:
+        """Read `text` of the call's body with `stream` and send what it makes final."""
+        if stream.healthy:
+            fragments = stream.feed(text)
+            self.send(stream.name, "".join(fragments))
+
+    def send(self, name: str | None, fragment: str) -> None:
+        if not self.sending or not name:
+            return
+        if self.call is None:
+            if not self._ctx.accepts(name):
+                return
+            self.call = self._ctx.start_call(name)
+        self._ctx.send_arguments(self.call, fragment)
+
+    def stop(self) -> None:
+        self.sending = False
 
 
 class CallScanner(ABC):

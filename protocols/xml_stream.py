@@ -30,7 +30,8 @@ class XmlArgumentStream:
     inside a non-string value) stops it; the call's arguments are then completed from the
     final parse."""
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, Any], tool_name: str) -> None:
+        self._tool_name = tool_name
         properties = schema.get("properties")
         self._properties: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
         self.healthy = True
@@ -42,6 +43,10 @@ class XmlArgumentStream:
         self._text: _LayoutTrim | None = None  # set while a string argument streams
         self._in_cdata = False
         self._raw: list[str] = []
+
+    @property
+    def name(self) -> str | None:
+        return self._tool_name if self.started else None
 
     def closing_suffix(self) -> str:
         if not self.started:

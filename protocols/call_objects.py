@@ -1,0 +1,56 @@
+"""Calls written as JSON objects, `{"name": ..., "arguments": {...}}`, and the variants models
+write: read by every protocol that meets one (a JSON-mix call body, a forced call's answer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_json, strip_code_fence
+
+# The keys models use for a call's tool name and its arguments, most common first.
+NAME_KEYS = ("name", "function", "tool", "tool_name")
+ARGUMENT_KEYS = ("arguments", "parameters", "params", "input", "args")
+
+
+class CallObjectError(ValueError):
+    """JSON text that holds no well-formed call object."""
+
+
+def calls_in_json(text: str, *, complete_only: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The calls `text` holds: one object, an array of them, or several objects in a row,
+    maybe in a code fence. With `complete_only`, text that needs closing is rejected (the
+    output was cut off, and a half-written call must not pass as a finished one)."""
+    try:
+        values = parse_json_values(strip_code_fence(text), complete_only=complete_only)
+    except RelaxedJSONError as error:
+        raise CallObjectError(f"malformed call JSON: {error}") from None
+    calls = []
+    for value in values:
+        for item in value if isinstance(value, list) else [value]:
+            calls.append(call_from_object(item))
+    if not calls:
+        raise CallObjectError("no call in the body")
+    return calls
+
+
+def call_from_object(item: Any) -> tuple[str, dict[str, Any]]:
+    """(name, arguments) from `{"name": ..., "arguments": {...}}` and the variants models
+    write: other key names, arguments as a JSON string, OpenAI's `{"function": {...}}`."""
+    if not isinstance(item, dict):
+        raise CallObjectError("a call must be a JSON object")
+    if isinstance(item.get("function"), dict):
+        item = item["function"]
+    name = next((item[key] for key in NAME_KEYS if key in item), None)
+    if not isinstance(name, str) or not name:
+        raise CallObjectError("the call has no tool name")
+    arguments = next((item[key] for key in ARGUMENT_KEYS if key in item), None)
+    if isinstance(arguments, str):
+        try:
+            arguments = parse_relaxed_json(arguments) if arguments.strip() else {}
+        except RelaxedJSONError as error:
+            raise CallObjectError(f"arguments string is not JSON: {error}") from None
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise CallObjectError("arguments must be a JSON object")
+    return name, arguments
