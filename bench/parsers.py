@@ -1,5 +1,6 @@
 """Parser throughput: MB/s per protocol on prose, one 200 KB file write and 100 small calls,
-fed in 1- and 16-character deltas, plus a scaling row (10x the input should cost ~10x).
+fed in 1- and 16-character deltas, plus a scaling row (10x the input should cost ~10x) and
+the longest stall hostile model output causes (budget: 100 ms per 100 KB).
 
     python bench/parsers.py [--quick]
 """
@@ -66,6 +67,51 @@ def throughput(protocol: str, text: str, step: int) -> float:
     return len(text.encode()) / best / 1e6
 
 
+# The parser runs on the event loop: no single feed or finish may hold it longer than this
+# per 100 KB of model output (every other stream and /healthz wait meanwhile).
+STALL_BUDGET_MS_PER_100KB = 100.0
+STALL_INPUT_CHARS = 100_000
+
+
+def hostile_outputs(protocol: str) -> dict[str, str]:
+    """Model output that is costly to read: ~100 KB each, in every protocol."""
+    numbers = ", ".join(f"{i}.5" for i in range(4_000))  # a ~20 KB call
+    relaxed = "<tool_call>{name: 'write_to_file', arguments: {path: 'a', content: [%s]}}"
+    count = STALL_INPUT_CHARS // len(numbers)
+    return {
+        "relaxed JSON calls": (relaxed % numbers + "</tool_call>\n") * count,
+        "one relaxed call": relaxed % ", ".join([numbers] * count) + "</tool_call>",
+        "'<' storm": "<" * STALL_INPUT_CHARS,
+        "number-array argument": get_protocol(protocol).render_call(
+            "write_to_file", {"path": "a", "content": list(range(STALL_INPUT_CHARS // 6))}
+        ),
+    }
+
+
+def longest_stall(protocol: str, text: str, step: int) -> float:
+    """Seconds of the longest single feed or finish over `text` in `step`-character deltas."""
+    parser = get_protocol(protocol).stream_parser(TOOLS)
+    longest = 0.0
+    for i in range(0, len(text), step):
+        started = time.perf_counter()
+        parser.feed(text[i : i + step])
+        longest = max(longest, time.perf_counter() - started)
+    started = time.perf_counter()
+    parser.finish()
+    return max(longest, time.perf_counter() - started)
+
+
+def stall_report() -> None:
+    print(f"\nlongest stall, ms per 100 KB (budget {STALL_BUDGET_MS_PER_100KB:.0f}), whole text")
+    print("fed at once and in 16-character deltas")
+    for protocol in protocol_names():
+        for label, text in hostile_outputs(protocol).items():
+            stall = max(longest_stall(protocol, text, step) for step in (len(text), 16))
+            per_100kb = stall * 1000 / (len(text) / 100_000)
+            verdict = "ok" if per_100kb <= STALL_BUDGET_MS_PER_100KB else "OVER"
+            print(f"{protocol:<10} {label:<24} {per_100kb:>8.1f} ms  {verdict}")
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
@@ -91,6 +137,7 @@ def main() -> None:
         t10 = len(big.encode()) / throughput(protocol, big, 16) / 1e6
         ratio = f"ratio {t10 / t1:.1f} (10 = linear)"
         print(f"{protocol:<{width}} 1x {t1:.4f}s  10x {t10:.4f}s  {ratio}")
+    stall_report()
 
 
 if __name__ == "__main__":

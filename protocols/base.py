@@ -20,6 +20,7 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
+from .relaxed_json import RELAXED_PARSE_BUDGET_CHARS
 
 
 class ArgumentsMode(StrEnum):
@@ -37,6 +38,7 @@ class ParserOptions:
     on_error: OnError | None = None
     mode: ArgumentsMode = ArgumentsMode.INCREMENTAL
     unknown_tools: UnknownTools = UnknownTools.CALL
+    relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +90,10 @@ class Protocol(ABC):
         on_error: OnError | None = None,
         mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
         unknown_tools: UnknownTools = UnknownTools.CALL,
+        relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
     ) -> StreamParser:
-        return self._new_parser(tools, ParserOptions(on_error, mode, unknown_tools))
+        options = ParserOptions(on_error, mode, unknown_tools, relaxed_parse_budget_chars)
+        return self._new_parser(tools, options)
 
     @abstractmethod
     def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser: ...
@@ -101,10 +105,15 @@ class Protocol(ABC):
         *,
         on_error: OnError | None = None,
         unknown_tools: UnknownTools = UnknownTools.CALL,
+        relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
     ) -> list[Part]:
         """The stream parser run once over a whole text (atomic mode)."""
         parser = self.stream_parser(
-            tools, on_error=on_error, mode=ArgumentsMode.ATOMIC, unknown_tools=unknown_tools
+            tools,
+            on_error=on_error,
+            mode=ArgumentsMode.ATOMIC,
+            unknown_tools=unknown_tools,
+            relaxed_parse_budget_chars=relaxed_parse_budget_chars,
         )
         return parser.feed(text) + parser.finish()
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .relaxed_json import RelaxedJSONError, parse_json_values, parse_relaxed_json, strip_code_fence
+from .relaxed_json import (
+    RelaxedJSONError,
+    RelaxedParseBudget,
+    parse_json_values,
+    parse_relaxed_json,
+    strip_code_fence,
+)
 
 # The keys models use for a call's tool name and its arguments, most common first.
 NAME_KEYS = ("name", "function", "tool", "tool_name")
@@ -16,24 +22,31 @@ class CallObjectError(ValueError):
     """JSON text that holds no well-formed call object."""
 
 
-def calls_in_json(text: str, *, complete_only: bool) -> list[tuple[str, dict[str, Any]]]:
+def calls_in_json(
+    text: str, *, complete_only: bool, budget: RelaxedParseBudget | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """The calls `text` holds: one object, an array of them, or several objects in a row,
     maybe in a code fence. With `complete_only`, text that needs closing is rejected (the
-    output was cut off, and a half-written call must not pass as a finished one)."""
+    output was cut off, and a half-written call must not pass as a finished one). Relaxed
+    reading is charged to `budget`."""
     try:
-        values = parse_json_values(strip_code_fence(text), complete_only=complete_only)
+        values = parse_json_values(
+            strip_code_fence(text), complete_only=complete_only, budget=budget
+        )
     except RelaxedJSONError as error:
         raise CallObjectError(f"malformed call JSON: {error}") from None
     calls = []
     for value in values:
         for item in value if isinstance(value, list) else [value]:
-            calls.append(call_from_object(item))
+            calls.append(call_from_object(item, budget))
     if not calls:
         raise CallObjectError("no call in the body")
     return calls
 
 
-def call_from_object(item: Any) -> tuple[str, dict[str, Any]]:
+def call_from_object(
+    item: Any, budget: RelaxedParseBudget | None = None
+) -> tuple[str, dict[str, Any]]:
     """(name, arguments) from `{"name": ..., "arguments": {...}}` and the variants models
     write: other key names, arguments as a JSON string, OpenAI's `{"function": {...}}`."""
     if not isinstance(item, dict):
@@ -46,7 +59,7 @@ def call_from_object(item: Any) -> tuple[str, dict[str, Any]]:
     arguments = next((item[key] for key in ARGUMENT_KEYS if key in item), None)
     if isinstance(arguments, str):
         try:
-            arguments = parse_relaxed_json(arguments) if arguments.strip() else {}
+            arguments = parse_relaxed_json(arguments, budget=budget) if arguments.strip() else {}
         except RelaxedJSONError as error:
             raise CallObjectError(f"arguments string is not JSON: {error}") from None
     if arguments is None:

@@ -136,7 +136,7 @@ class _JsonCall(CallScanner):
         body = "".join(self._body)
         original = self._open_tag + body + self._held
         try:
-            calls = calls_in_json(body, complete_only=True)
+            calls = calls_in_json(body, complete_only=True, budget=self._ctx.relaxed_budget)
         except CallObjectError:
             self._ctx.cut_off_call(self._sender.call, original)
             return
@@ -151,7 +151,7 @@ class _JsonCall(CallScanner):
         body = "".join(self._body)
         original = self._open_tag + body + close_tag
         try:
-            calls = calls_in_json(body, complete_only=False)
+            calls = calls_in_json(body, complete_only=False, budget=self._ctx.relaxed_budget)
         except CallObjectError as error:
             self._ctx.reject_call(
                 self._sender.call,

@@ -17,6 +17,15 @@ from .coerce import coerce_by_schema, is_string_schema
 
 _STRING_RUN = re.compile(r'[^"\\]+')
 _SCALAR_RUN = re.compile(r"[^\s,\]}]+")
+# Integers json.dumps writes back unchanged (long ones too: Python ints are exact).
+_CANONICAL_INTEGER = re.compile(r"0|-?[1-9]\d*")
+# More items of an array of plain scalars after its first, each complete (its `,` or `]`
+# follows): read in one step, because going through them character by character costs
+# ~10 µs per item, and a model can write 100 KB of numbers.
+_MORE_SCALAR_ITEMS = re.compile(
+    r"(?:[ \t\r\n]*,[ \t\r\n]*(?:0|-?[1-9]\d*|true|false|null)(?=[ \t\r\n]*[,\]]))+"
+)
+_ITEM_SEPARATOR = re.compile(r"[ \t\r\n]*,[ \t\r\n]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {
     "true": "true",
@@ -64,6 +73,9 @@ class _Frame:
         self.expect = _KEY if is_object else _VALUE
         self.key: str | None = None
         self.members = 0
+
+    def schema_of_items_declared(self) -> bool:
+        return self.emits and self.child_schema() is not None
 
     def child_schema(self) -> Mapping[str, Any] | None:
         """The schema of the value that comes next in this container, if one is declared."""
@@ -126,9 +138,30 @@ class JsonCallLexer:
                 i = n if end == -1 else end + 1
                 self._in_fence_line = end == -1
             else:
-                self._read_structure(text[i], out)
-                i += 1
+                items = self._more_scalar_items(text, i)
+                if items is not None:
+                    self._take_scalar_items(items, out)
+                    i = items.end()
+                else:
+                    self._read_structure(text[i], out)
+                    i += 1
         return out
+
+    def _more_scalar_items(self, text: str, i: int) -> re.Match[str] | None:
+        if not self._stack:
+            return None
+        frame = self._stack[-1]
+        if frame.is_object or frame.expect != _COMMA or frame.schema_of_items_declared():
+            return None
+        return _MORE_SCALAR_ITEMS.match(text, i)
+
+    def _take_scalar_items(self, items: re.Match[str], out: list[str]) -> None:
+        """Items already written as json.dumps writes them, each with its leading comma."""
+        values = _ITEM_SEPARATOR.split(items.group())[1:]
+        frame = self._stack[-1]
+        if frame.emits:
+            out.append("".join(", " + value for value in values))
+        frame.members += len(values)
 
     def closing_suffix(self) -> str:
         """What makes the fragments sent so far a complete JSON value."""
@@ -256,7 +289,11 @@ class JsonCallLexer:
         if literal is None and not _NUMBER.fullmatch(token):
             self._stop()
             return
-        if self._stack[-1].emits:
+        if not self._stack[-1].emits:
+            pass
+        elif self._value_schema is None and (literal or _CANONICAL_INTEGER.fullmatch(token)):
+            out.append(literal or token)  # already as json.dumps writes it: no round trip
+        else:
             self._send_value(json.loads(literal or token), out)
         self._value_done()
 

@@ -1,5 +1,5 @@
 """RJSON: parse JSON as models really write it (JSON5-isms, Python literals, raw newlines,
-truncated endings), falling back from strict `json` to named repairs to `json5`."""
+truncated endings), falling back from strict `json` to named repairs to JSON5 (`pyjson5`)."""
 
 from __future__ import annotations
 
@@ -9,21 +9,40 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import json5
+import pyjson5
 
 # Tool arguments nest a handful of levels. 128 is far beyond any real call, yet deep input
-# is refused before it reaches the recursive parsers (json, json5) and the recursive code
+# is refused before it reaches the parsers (json, pyjson5) and the recursive code
 # that later walks and re-serialises the value (schema coercion, json.dumps).
 MAX_NESTING_DEPTH = 128
 
-# json5 is pure Python at roughly 4-8 µs per character and runs on the event loop; above
-# this size one attempt would stall every stream for a noticeable fraction of a second, so
-# large texts rely on strict JSON plus the repairs, which run in C-backed linear time.
-JSON5_MAX_CHARS = 20_000
+# Characters one response may send through the relaxed path (repairs, then JSON5), which
+# runs on the event loop. That path costs ~0.3 µs per character (bench/parsers.py, worst
+# case), so this bounds a response's relaxed work to ~0.3 s of CPU however it is written,
+# while a response holding a 200 KB file write that needs repair still fits five times over.
+# Strict JSON is not counted: it runs in C at a fraction of that cost.
+RELAXED_PARSE_BUDGET_CHARS = 1_000_000
 
 
 class RelaxedJSONError(ValueError):
     """The text is not JSON, not JSON5, and no repair made it so."""
+
+
+class RelaxedParseBudget:
+    """What is left of one response's relaxed-parse budget, in characters."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, chars: int = RELAXED_PARSE_BUDGET_CHARS) -> None:
+        self.remaining = chars
+
+    def spend(self, text: str) -> None:
+        if len(text) > self.remaining:
+            raise RelaxedJSONError(
+                "not strict JSON, and this response's relaxed-parse budget"
+                f" ({self.remaining} characters left) is too small to repair it"
+            )
+        self.remaining -= len(text)
 
 
 # The one string-aware scanner. Every character belongs to exactly one token, so joining
@@ -155,7 +174,7 @@ _TRAILING_COMMA = re.compile(r",(\s*)\Z")
 
 
 def _repair_trailing_commas(text: str) -> str:
-    """`[1, 2,]`: a comma right before a closer, dropped (JSON5 allows it, but json5 is slow)."""
+    """`[1, 2,]`: a comma right before a closer, dropped (JSON5 allows it, strict JSON not)."""
     pieces: list[str] = []
     previous_kind: str | None = None
     for token in _TOKEN.finditer(text):
@@ -203,22 +222,22 @@ def strip_code_fence(text: str) -> str:
 
 
 def _loads_json5(text: str) -> Any:
-    if len(text) > JSON5_MAX_CHARS:
-        raise RelaxedJSONError(f"over {JSON5_MAX_CHARS} characters, too long for json5")
     try:
-        return json5.loads(text)
-    # json5 is a generated parser that can fail in ways other than ValueError (it recurses
-    # once per nesting level, for one); any failure just means "not JSON5".
+        return pyjson5.loads(text)
+    # Any failure just means "not JSON5" (pyjson5 raises its own ValueError subclasses).
     except Exception as error:
         raise RelaxedJSONError(str(error)) from error
 
 
-def parse_relaxed_json(text: str, *, complete_only: bool = False) -> Any:
+def parse_relaxed_json(
+    text: str, *, complete_only: bool = False, budget: RelaxedParseBudget | None = None
+) -> Any:
     """One JSON value, as relaxed as models write it.
 
     Tried in order: strict `json`; each repair in `REPAIRS`, cumulatively, parsed strictly;
-    then `json5` on the text as written and on the fully repaired text. With `complete_only`,
-    a value cut off before its end is rejected instead of closed.
+    then JSON5 on the text as written and on the fully repaired text. With `complete_only`,
+    a value cut off before its end is rejected instead of closed. Text that is not strict
+    JSON is charged to `budget`, and refused when it does not fit.
     """
     text = strip_code_fence(text)
     _check_nesting(text)
@@ -226,6 +245,8 @@ def parse_relaxed_json(text: str, *, complete_only: bool = False) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
         strict_error = str(error)
+    if budget is not None:
+        budget.spend(text)
     repaired = text
     applied: list[str] = []
     for name, repair in _REPAIRS_FOR_COMPLETE_TEXT if complete_only else REPAIRS:
@@ -245,7 +266,7 @@ def parse_relaxed_json(text: str, *, complete_only: bool = False) -> Any:
             pass
     raise RelaxedJSONError(
         f"not JSON ({strict_error}); repairs applied: {', '.join(applied) or 'none'}; "
-        "json5 also failed"
+        "JSON5 also failed"
     )
 
 
@@ -271,14 +292,16 @@ def _split_values(text: str) -> Iterator[str]:
         yield text[value_start:]  # cut off; parse_relaxed_json closes it unless complete_only
 
 
-def parse_json_values(text: str, *, complete_only: bool = False) -> list[Any]:
+def parse_json_values(
+    text: str, *, complete_only: bool = False, budget: RelaxedParseBudget | None = None
+) -> list[Any]:
     """Every JSON value in `text` (`{..}{..}`, one per line, comma-separated), each relaxed.
 
     Raises RelaxedJSONError when any part fails to parse (with `complete_only`, when the last
     one is cut off) or there is no value at all.
     """
     values = [
-        parse_relaxed_json(source, complete_only=complete_only)
+        parse_relaxed_json(source, complete_only=complete_only, budget=budget)
         for source in _split_values(strip_code_fence(text))
     ]
     if not values:

@@ -27,6 +27,7 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
+from .relaxed_json import RelaxedParseBudget
 
 
 def new_call_id() -> str:
@@ -101,6 +102,7 @@ class CallContext:
     on_error: OnError
     mode: ArgumentsMode
     unknown_tools: UnknownTools
+    relaxed_budget: RelaxedParseBudget
 
     def error(self, kind: ErrorKind, message: str, original: str) -> None:
         self.on_error(ParseError(kind, message, original))
@@ -291,6 +293,7 @@ class TagStreamParser(StreamParser):
             on_error=options.on_error or _ignore_error,
             mode=options.mode,
             unknown_tools=options.unknown_tools,
+            relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
         )
         self._pending = ""
         self._call: CallScanner | None = None

@@ -8,14 +8,27 @@ import json
 from typing import Any
 
 import pytest
-from parser_harness import CHUNKINGS, MODES, Chunks, check_contract, fragments, offsets, run
+from parser_harness import (
+    CHUNKINGS,
+    MODES,
+    TOOLS,
+    Chunks,
+    check_contract,
+    fragments,
+    offsets,
+    run,
+)
 
 from protocols import (
     ArgumentsMode,
     ErrorKind,
+    ParseError,
+    TextDelta,
+    ToolCall,
     ToolCallDelta,
     ToolCallStart,
     UnknownTools,
+    get_protocol,
 )
 
 JSON_MIX = "json-mix"
@@ -432,4 +445,34 @@ def test_large_write_file_content_streams_in_manyfragments() -> None:
         b for b in result.batches if any(isinstance(p, ToolCallDelta) for p in b)
     ]
     assert len(batches_with_fragments) > 200
+    check_contract(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_relaxed_calls_past_the_response_budget_stay_text(mode: ArgumentsMode) -> None:
+    relaxed = "<tool_call>{name: 'get_weather', arguments: {city: 'Paris'}}</tool_call>"
+    body_chars = len(relaxed) - len("<tool_call></tool_call>")
+    errors: list[ParseError] = []
+    parser = get_protocol(JSON_MIX).stream_parser(
+        TOOLS, on_error=errors.append, mode=mode, relaxed_parse_budget_chars=body_chars
+    )
+    parts = parser.feed(relaxed + CALL + relaxed) + parser.finish()
+    calls = [(part.name, part.input) for part in parts if isinstance(part, ToolCall)]
+    assert calls == [WEATHER, WEATHER]  # strict JSON costs nothing
+    assert "".join(part.text for part in parts if isinstance(part, TextDelta)) == relaxed
+    assert [error.kind for error in errors] == [ErrorKind.MALFORMED_JSON]
+    assert "budget" in errors[0].message
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_long_scalar_arrays_stream_as_canonical_json(mode: ArgumentsMode, chunks: Chunks) -> None:
+    items = "0, -0, 7,12 ,\n-345, 1.50, 2e3, true, false, null, 10000000000000000000001, 3"
+    source = _body('{"name": "write_file", "arguments": {"path": "a", "content": [' + items + "]}}")
+    result = run(JSON_MIX, source, chunks=chunks, mode=mode)
+    expected = json.loads("[" + items + "]")
+    assert [(call.name, call.input) for call in result.calls] == [
+        ("write_file", {"path": "a", "content": expected})
+    ]
+    assert result.calls[0].arguments == json.dumps({"path": "a", "content": expected})
     check_contract(result)

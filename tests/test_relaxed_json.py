@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.relaxed_json import (
-    JSON5_MAX_CHARS,
     MAX_NESTING_DEPTH,
     REPAIRS,
     RelaxedJSONError,
+    RelaxedParseBudget,
     parse_json_values,
     parse_relaxed_json,
     strip_code_fence,
@@ -28,7 +28,7 @@ REPAIR_BY_NAME = dict(REPAIRS)
         ("  \n[1, 2]\n  ", [1, 2]),
         ('"just a string"', "just a string"),
         ("42", 42),
-        # JSON5 through json5
+        # JSON5
         ("{a: 1, b: 'two'}", {"a": 1, "b": "two"}),
         ('{"a": 1 /* why */, // note\n "b": 2}', {"a": 1, "b": 2}),
         ("{a: 0x10, b: +1, c: .5}", {"a": 16, "b": 1, "c": 0.5}),
@@ -146,7 +146,7 @@ def test_complete_only_still_applies_the_other_repairs(text: str, expected: Any)
 
 
 def test_relaxed_json_error_says_what_was_tried() -> None:
-    with pytest.raises(RelaxedJSONError, match=r"unclosed_brackets.*json5"):
+    with pytest.raises(RelaxedJSONError, match=r"unclosed_brackets.*JSON5"):
         parse_relaxed_json('{"a": ')
 
 
@@ -175,12 +175,29 @@ def test_large_text_with_raw_newlines_parses_by_repair() -> None:
     assert parse_relaxed_json(text) == {"path": "a.py", "content": content}
 
 
-def test_json5_is_not_tried_on_text_above_its_size_limit() -> None:
-    small = "{a: 'x'}"
-    large = "{a: '" + "x" * JSON5_MAX_CHARS + "'}"
-    assert parse_relaxed_json(small) == {"a": "x"}
-    with pytest.raises(RelaxedJSONError):
-        parse_relaxed_json(large)
+def test_large_json5_text_parses() -> None:
+    numbers = list(range(10_000))
+    text = "{data: [" + ", ".join(map(str, numbers)) + "], note: 'x'}"  # about 60 KB
+    assert parse_relaxed_json(text) == {"data": numbers, "note": "x"}
+
+
+def test_relaxed_parsing_is_charged_to_the_budget_and_refused_past_it() -> None:
+    relaxed = "{a: 'x'}"
+    budget = RelaxedParseBudget(2 * len(relaxed))
+    assert parse_relaxed_json(relaxed, budget=budget) == {"a": "x"}
+    assert budget.remaining == len(relaxed)
+    assert parse_relaxed_json('{"strict": 1}', budget=budget) == {"strict": 1}
+    assert budget.remaining == len(relaxed)  # strict JSON costs nothing
+    assert parse_relaxed_json(relaxed, budget=budget) == {"a": "x"}
+    with pytest.raises(RelaxedJSONError, match="budget"):
+        parse_relaxed_json(relaxed, budget=budget)
+    assert parse_relaxed_json('{"strict": 2}', budget=budget) == {"strict": 2}
+
+
+def test_parse_json_values_charges_every_value_to_one_budget() -> None:
+    budget = RelaxedParseBudget(len("{a: 1}") + 1)
+    with pytest.raises(RelaxedJSONError, match="budget"):
+        parse_json_values("{a: 1}\n{b: 2}", budget=budget)
 
 
 @pytest.mark.parametrize(
