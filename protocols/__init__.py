@@ -1,7 +1,7 @@
 """Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
 
 from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
-from .base import ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
+from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
 from .parts import (
     ErrorKind,
     OnError,
@@ -21,6 +21,7 @@ from .parts import (
 from .registry import UnknownProtocolError, get_protocol, protocol_names
 
 __all__ = [
+    "SMALL_CALL_CHARS",
     "ArgumentsMode",
     "ErrorKind",
     "OnError",

@@ -33,12 +33,23 @@ class UnknownTools(StrEnum):
     TEXT = "text"  # treat them as text
 
 
+# Calls whose arguments stay under this many characters are sent only once they end, decided
+# exactly as in a whole text, so a stream can never disagree with the non-stream answer about
+# them. 1 KiB holds every everyday call (paths, searches, commands, short edits) and costs at
+# most a few seconds of a call's start appearing later; a client has nothing to show from a
+# small call's fragments anyway. Larger calls (file writes) stream as they are written.
+SMALL_CALL_CHARS = 1024
+
+
 @dataclass(frozen=True, slots=True)
 class ParserOptions:
     on_error: OnError | None = None
     mode: ArgumentsMode = ArgumentsMode.INCREMENTAL
     unknown_tools: UnknownTools = UnknownTools.CALL
     relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS
+    small_call_chars: int = SMALL_CALL_CHARS
+    # A whole answer that is only call objects, off the protocol's format, read as calls.
+    off_protocol_calls: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +102,17 @@ class Protocol(ABC):
         mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
         unknown_tools: UnknownTools = UnknownTools.CALL,
         relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
+        small_call_chars: int = SMALL_CALL_CHARS,
+        off_protocol_calls: bool = True,
     ) -> StreamParser:
-        options = ParserOptions(on_error, mode, unknown_tools, relaxed_parse_budget_chars)
+        options = ParserOptions(
+            on_error,
+            mode,
+            unknown_tools,
+            relaxed_parse_budget_chars,
+            small_call_chars,
+            off_protocol_calls,
+        )
         return self._new_parser(tools, options)
 
     @abstractmethod
@@ -106,6 +126,7 @@ class Protocol(ABC):
         on_error: OnError | None = None,
         unknown_tools: UnknownTools = UnknownTools.CALL,
         relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
+        off_protocol_calls: bool = True,
     ) -> list[Part]:
         """The stream parser run once over a whole text (atomic mode)."""
         parser = self.stream_parser(
@@ -114,6 +135,7 @@ class Protocol(ABC):
             mode=ArgumentsMode.ATOMIC,
             unknown_tools=unknown_tools,
             relaxed_parse_budget_chars=relaxed_parse_budget_chars,
+            off_protocol_calls=off_protocol_calls,
         )
         return parser.feed(text) + parser.finish()
 
@@ -127,7 +149,9 @@ class Protocol(ABC):
             elif isinstance(part, ThinkStart | ThinkEnd):
                 offset += len(part.tag)
             elif isinstance(part, ToolCall | ToolCallUnfinished) and part.original:
-                end = offset + len(part.original)
-                segments.append(Segment(offset, end, part.original))
+                # Layout whitespace dropped before the call (see PartWriter) is skipped.
+                start = text.find(part.original, offset)
+                end = start + len(part.original)
+                segments.append(Segment(start, end, part.original))
                 offset = end
         return segments

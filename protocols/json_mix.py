@@ -153,13 +153,7 @@ class _JsonCall(CallScanner):
         try:
             calls = calls_in_json(body, complete_only=False, budget=self._ctx.relaxed_budget)
         except CallObjectError as error:
-            self._ctx.reject_call(
-                self._sender.call,
-                ErrorKind.MALFORMED_JSON,
-                str(error),
-                original,
-                self._lexer.closing_suffix(),
-            )
+            self._ctx.reject_call(self._sender.call, ErrorKind.MALFORMED_JSON, str(error), original)
             return
         self._emit(calls, original)
 
@@ -177,5 +171,4 @@ class _JsonCall(CallScanner):
                 coerce_by_schema(arguments, tool.parameters) if tool else arguments,
                 original if index == 0 else "",
                 streamed=self._sender.call if index == 0 else None,
-                closing_suffix=self._lexer.closing_suffix(),
             )

@@ -16,6 +16,8 @@ from .call_objects import ARGUMENT_KEYS, NAME_KEYS
 from .coerce import coerce_by_schema, is_string_schema
 
 _STRING_RUN = re.compile(r'[^"\\]+')
+_BLANK_RUN = re.compile(r"[ \t\r\n]+")
+_AFTER_STRING = ",}]:"
 _SCALAR_RUN = re.compile(r"[^\s,\]}]+")
 # Integers json.dumps writes back unchanged (long ones too: Python ints are exact).
 _CANONICAL_INTEGER = re.compile(r"0|-?[1-9]\d*")
@@ -111,6 +113,9 @@ class JsonCallLexer:
         self._string_kind: int | None = None
         self._string_chars: list[str] = []
         self._escape: str | None = None
+        # A `"` inside a string and the whitespace after it: it ends the string only if
+        # `,` `}` `]` or `:` follows; otherwise it is an unescaped quote inside the text.
+        self._quote_tail: str | None = None
         self._high_surrogate: int | None = None
         self._scalar: str | None = None
         self._in_fence_line = False
@@ -163,22 +168,6 @@ class JsonCallLexer:
             out.append("".join(", " + value for value in values))
         frame.members += len(values)
 
-    def closing_suffix(self) -> str:
-        """What makes the fragments sent so far a complete JSON value."""
-        suffix = []
-        frame = self._stack[-1] if self._stack else None
-        value_in_progress = self._scalar is not None or self._string_kind == _HELD_TEXT
-        if self._string_kind == _EMITTED_TEXT:
-            suffix.append('"')
-        elif (
-            frame is not None
-            and frame.emits
-            and (value_in_progress or (frame.is_object and frame.expect in (_COLON, _VALUE)))
-        ):
-            suffix.append("null")
-        suffix.extend(("}" if f.is_object else "]") for f in reversed(self._stack) if f.emits)
-        return "".join(suffix)
-
     def _stop(self) -> None:
         self.healthy = False
 
@@ -225,6 +214,12 @@ class JsonCallLexer:
         is_top = len(self._stack) == 1
         if is_top and frame.key in ARGUMENT_KEYS:
             # The arguments object itself: fragments start here, and only after the name.
+            if char == '"' and not self._arguments_seen:
+                # Arguments written as a JSON string: followed (so that tags inside it end
+                # nothing) but not streamed; the call is decided at its end.
+                self._arguments_seen = True
+                self._begin_string(_SKIPPED_TEXT)
+                return
             if char != "{" or self.name is None or self._arguments_seen:
                 self._stop()
                 return
@@ -275,7 +270,10 @@ class JsonCallLexer:
         frame.expect = _COMMA
 
     def _close(self, frame: _Frame, out: list[str]) -> None:
-        if frame.emits:
+        # The arguments object's own `}` is left to the call's end: until it is sent, what
+        # the client holds does not parse, so a call that then fails cannot pass as finished.
+        closes_arguments = len(self._stack) == 2
+        if frame.emits and not closes_arguments:
             out.append("}" if frame.is_object else "]")
         self._stack.pop()
         if self._stack:
@@ -317,6 +315,18 @@ class JsonCallLexer:
                 if len(self._escape) == _escape_length(self._escape):
                     self._end_escape(out)
                 continue
+            if self._quote_tail is not None:
+                blank = _BLANK_RUN.match(text, i)
+                if blank:
+                    self._quote_tail += blank.group()
+                    i = blank.end()
+                    continue
+                if text[i] in _AFTER_STRING:
+                    self._quote_tail = None
+                    self._end_string(out)
+                    return i
+                inner, self._quote_tail = self._quote_tail, None
+                self._string_text(inner, out)
             match = _STRING_RUN.match(text, i)
             if match:
                 if self._high_surrogate is not None:
@@ -327,9 +337,12 @@ class JsonCallLexer:
             elif text[i] == "\\":
                 self._escape = ""
                 i += 1
-            else:  # the closing quote
-                self._end_string(out)
-                return i + 1
+            elif self._high_surrogate is not None:
+                self._stop()
+                break
+            else:
+                self._quote_tail = '"'
+                i += 1
         return i
 
     def _end_escape(self, out: list[str]) -> None:

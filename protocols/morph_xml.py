@@ -211,7 +211,6 @@ class _MorphCall(CallScanner):
         rejected as a call (see CallContext.reject_call) only with `reject_invalid`;
         otherwise nothing is emitted and the caller decides."""
         ctx, schema = self._ctx, self._tool.parameters
-        closing = self._arguments.closing_suffix() if self._arguments else ""
         try:
             arguments = coerce_by_schema(parse_xml_arguments(body, schema), schema)
         except RelaxedXMLError as error:
@@ -222,9 +221,7 @@ class _MorphCall(CallScanner):
                 if isinstance(error, DuplicateStringTagError)
                 else ErrorKind.MALFORMED_XML
             )
-            ctx.reject_call(self._sender.call, kind, str(error), original, closing)
+            ctx.reject_call(self._sender.call, kind, str(error), original)
             return True
-        ctx.complete_call(
-            self._tool.name, arguments, original, streamed=self._sender.call, closing_suffix=closing
-        )
+        ctx.complete_call(self._tool.name, arguments, original, streamed=self._sender.call)
         return True

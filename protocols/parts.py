@@ -2,7 +2,8 @@
 
 Accounting rule (the "nothing lost" contract): concatenating every `TextDelta.text`,
 every `ThinkStart.tag`/`ThinkEnd.tag`, and the `original` of every `ToolCall` and
-`ToolCallUnfinished` reproduces the model's output exactly.
+`ToolCallUnfinished` reproduces the model's output, less layout: whitespace-only text that
+lies between the start of the output or a call and a call or the end of the output.
 """
 
 from __future__ import annotations

@@ -169,8 +169,9 @@ class _QwenCall(CallScanner):
         self._layout = _ValueLayout()
         self._problem = "" if name else "the call names no function"
         self._sender = ArgumentSender(ctx)
-        self._sender.send(name, "")  # the call starts at once
-        if self._sender.call is None:
+        if name and ctx.accepts(name):
+            self._sender.send(name, "")  # starts at once, unless it is held as a small call
+        else:
             self._sender.stop()
         self._members_sent = 0
         self._streams_text = False  # the value being read is sent as text as it arrives
@@ -296,20 +297,15 @@ class _QwenCall(CallScanner):
 
     def _complete(self) -> None:
         ctx, original = self._ctx, self._open_tag + "".join(self._consumed)
-        closing = "}" if self._members_sent else ""
         if self._problem:
-            ctx.reject_call(
-                self._sender.call, ErrorKind.MALFORMED_XML, self._problem, original, closing
-            )
+            ctx.reject_call(self._sender.call, ErrorKind.MALFORMED_XML, self._problem, original)
             return
         if self._sender.call is None and not ctx.accepts(self._name):
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {self._name}", original)
             return
         coerced = coerce_by_schema(self._values, self._schema)
         arguments = coerced if isinstance(coerced, dict) else self._values
-        ctx.complete_call(
-            self._name, arguments, original, streamed=self._sender.call, closing_suffix=closing
-        )
+        ctx.complete_call(self._name, arguments, original, streamed=self._sender.call)
 
 
 class _ValueLayout:

@@ -98,6 +98,33 @@ def _rewrite(text: str, kind: str, transform: Callable[[str], str]) -> str:
     )
 
 
+_QUOTE_OR_ESCAPE = re.compile(r'\\[\s\S]|"')
+_BLANKS = re.compile(r"[ \t\r\n]*")
+_AFTER_STRING = frozenset(",}]:")
+
+
+def _repair_inner_quotes(text: str) -> str:
+    """`"say "hi" now"`: inside a double-quoted string, a `"` that is not followed (after
+    whitespace) by `,` `}` `]` `:` or the end is a quote in the text, not the string's end
+    (the same rule the streaming lexer applies)."""
+    pieces: list[str] = []
+    in_string, copied = False, 0
+    for found in _QUOTE_OR_ESCAPE.finditer(text):
+        if found.group() != '"':
+            continue
+        if not in_string:
+            in_string = True
+            continue
+        after = _BLANKS.match(text, found.end())
+        assert after is not None  # the pattern matches the empty string
+        if after.end() == len(text) or text[after.end()] in _AFTER_STRING:
+            in_string = False
+            continue
+        pieces += (text[copied : found.start()], '\\"')
+        copied = found.end()
+    return "".join(pieces) + text[copied:]
+
+
 _VALID_ESCAPE = frozenset('"\\/bfnrt')
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\s\S]?)")
 
@@ -185,10 +212,12 @@ def _repair_trailing_commas(text: str) -> str:
     return "".join(pieces)
 
 
-# Applied in this order, each on the result of the last. Escapes come before control
+# Applied in this order, each on the result of the last. Inner quotes come first, so that
+# every later repair sees the strings where they really end. Escapes come before control
 # characters so that a backslash before a raw newline stays a literal backslash; commas come
 # after closing so that a list cut off after a comma (`[1, 2,`) parses.
 REPAIRS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("inner_quotes", _repair_inner_quotes),
     ("invalid_escapes", _repair_invalid_escapes),
     ("control_characters", _repair_control_characters),
     ("python_literals", _repair_python_literals),

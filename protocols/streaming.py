@@ -57,31 +57,48 @@ def unclosed_tag_start(text: str, window: int, start: int = 0) -> int:
 
 
 class PartWriter:
-    """Collects parts for one feed, grouping contiguous text into one text block."""
+    """Collects parts for one feed, grouping contiguous text into one text block.
 
-    __slots__ = ("_block", "_blocks", "_parts")
+    Whitespace-only text next to calls is layout (the line breaks around a call): it is held
+    until text that is not whitespace follows, and dropped if a call or the end comes first.
+    Clients would otherwise show it as a message of its own."""
+
+    __slots__ = ("_block", "_blocks", "_layout", "_parts")
 
     def __init__(self) -> None:
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
+        self._layout = ""
 
     def text(self, text: str) -> None:
         if not text:
             return
         if self._block is None:
+            if text.isspace():
+                self._layout += text
+                return
+            text, self._layout = self._layout + text, ""
             self._block = f"text_{self._blocks}"
             self._blocks += 1
             self._parts.append(TextStart(self._block))
         self._parts.append(TextDelta(self._block, text))
 
     def close_text(self) -> None:
+        """End the text block; held layout is dropped (a call or the end follows)."""
+        self._layout = ""
         if self._block is not None:
             self._parts.append(TextEnd(self._block))
             self._block = None
 
     def marker(self, part: Part) -> None:
-        """A part that sits inside the text flow (think markers) without closing it."""
+        """A part that sits inside the text flow (think markers) without closing it; text
+        held as layout before it is text after all."""
+        if self._layout:
+            layout, self._layout = self._layout, ""
+            self._block = f"text_{self._blocks}"
+            self._blocks += 1
+            self._parts += [TextStart(self._block), TextDelta(self._block, layout)]
         self._parts.append(part)
 
     def call_part(self, part: Part) -> None:
@@ -103,6 +120,7 @@ class CallContext:
     mode: ArgumentsMode
     unknown_tools: UnknownTools
     relaxed_budget: RelaxedParseBudget
+    small_call_chars: int
 
     def error(self, kind: ErrorKind, message: str, original: str) -> None:
         self.on_error(ParseError(kind, message, original))
@@ -127,11 +145,10 @@ class CallContext:
         original: str,
         *,
         streamed: StreamedCall | None = None,
-        closing_suffix: str = "",
     ) -> None:
-        """Emit a finished call. For a call already streamed, the rest of its arguments
-        is sent; if the final value contradicts what was sent, the sent text is closed
-        with `closing_suffix` and stands as the arguments (and the conflict is recorded)."""
+        """Emit a finished call. For a call already streamed, the rest of its arguments is
+        sent; if the final value contradicts what was sent, the call ends unfinished (the
+        client must not run arguments the model never wrote as such)."""
         arguments = dump_arguments(value)
         if self.mode is ArgumentsMode.ATOMIC:
             self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
@@ -139,40 +156,26 @@ class CallContext:
         call = streamed or self.start_call(name)
         sent = "".join(call.sent)
         if not arguments.startswith(sent):
-            self.error(
+            self.reject_call(
+                call,
                 ErrorKind.ARGUMENTS_MISMATCH,
                 "the call's final arguments differ from the fragments already streamed",
                 original,
             )
-            self.close_streamed_call(call, closing_suffix, original)
             return
         self.send_arguments(call, arguments[len(sent) :])
         self.out.call_part(ToolCall(call.id, call.name, arguments, value, original))
 
-    def close_streamed_call(self, call: StreamedCall, closing_suffix: str, original: str) -> None:
-        """End a streamed call whose final value is unknown or contradicts what was sent:
-        the sent fragments, closed by `closing_suffix`, stand as its arguments."""
-        sent = "".join(call.sent)
-        closing = closing_suffix if sent else "{}"
-        self.send_arguments(call, closing)
-        arguments = sent + closing
-        self.out.call_part(ToolCall(call.id, call.name, arguments, json.loads(arguments), original))
-
     def reject_call(
-        self,
-        streamed: StreamedCall | None,
-        kind: ErrorKind,
-        message: str,
-        original: str,
-        closing_suffix: str,
+        self, streamed: StreamedCall | None, kind: ErrorKind, message: str, original: str
     ) -> None:
         """A call that ended but does not parse, with the error recorded: text if none of it
-        was sent yet, else the fragments already sent, closed, stand as its arguments."""
+        was sent yet, else an unfinished call (its arguments are left not parseable)."""
         if streamed is None:
             self.fall_back_to_text(kind, message, original)
             return
         self.error(kind, message, original)
-        self.close_streamed_call(streamed, closing_suffix, original)
+        self.out.call_part(ToolCallUnfinished(streamed.id, streamed.name, original))
 
     def cut_off_call(self, streamed: StreamedCall | None, original: str) -> None:
         """The output ended inside a call: unfinished if its start was sent, else text."""
@@ -184,8 +187,9 @@ class CallContext:
             )
 
     def unfinished_call(self, call: StreamedCall, original: str) -> None:
-        self.error(ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original)
-        self.out.call_part(ToolCallUnfinished(call.id, call.name, original))
+        self.reject_call(
+            call, ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original
+        )
 
     def fall_back_to_text(self, kind: ErrorKind, message: str, original: str) -> None:
         self.error(kind, message, original)
@@ -228,21 +232,22 @@ class ArgumentStream(Protocol):
     def feed(self, text: str) -> list[str]:
         """The fragments `text` makes final."""
 
-    def closing_suffix(self) -> str:
-        """What makes the fragments returned so far one complete JSON value."""
-
 
 class ArgumentSender:
-    """The one way a scanner's call reaches the client while it streams: the call starts once
-    its tool's name is known and accepted (incremental mode only), then its fragments follow.
-    After `stop()` nothing more is sent; the call's final value decides the rest."""
+    """The one way a scanner's call reaches the client while it streams. A call is held
+    until its arguments reach `ParserOptions.small_call_chars`: a smaller call is decided
+    when it ends, exactly as a whole text is (see CallContext.complete_call). A larger one
+    starts once its tool's name is known and accepted (incremental mode only), then its
+    fragments follow. After `stop()` nothing more is sent; the call's end decides the rest."""
 
-    __slots__ = ("_ctx", "call", "sending")
+    __slots__ = ("_ctx", "_held", "_held_chars", "call", "sending")
 
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
         self.call: StreamedCall | None = None
         self.sending = ctx.mode is ArgumentsMode.INCREMENTAL
+        self._held: list[str] = []
+        self._held_chars = 0
 
     def feed(self, stream: ArgumentStream, text: str) -> None:
         """Read `text` of the call's body with `stream` and send what it makes final."""
@@ -256,7 +261,12 @@ class ArgumentSender:
         if self.call is None:
             if not self._ctx.accepts(name):
                 return
+            self._held.append(fragment)
+            self._held_chars += len(fragment)
+            if self._held_chars < self._ctx.small_call_chars:
+                return
             self.call = self._ctx.start_call(name)
+            fragment, self._held = "".join(self._held), []
         self._ctx.send_arguments(self.call, fragment)
 
     def stop(self) -> None:
@@ -294,6 +304,7 @@ class TagStreamParser(StreamParser):
             mode=options.mode,
             unknown_tools=options.unknown_tools,
             relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
+            small_call_chars=options.small_call_chars,
         )
         self._pending = ""
         self._call: CallScanner | None = None

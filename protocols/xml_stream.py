@@ -48,13 +48,6 @@ class XmlArgumentStream:
     def name(self) -> str | None:
         return self._tool_name if self.started else None
 
-    def closing_suffix(self) -> str:
-        if not self.started:
-            return ""
-        if self._key is None:
-            return "}"
-        return ('"' if self._text is not None else "null") + "}"
-
     def feed(self, text: str) -> list[str]:
         out: list[str] = []
         text = self._pending + text

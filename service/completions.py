@@ -122,6 +122,8 @@ class ChatExchange:
             tools=chat.tools,
             arguments_mode=settings.tool_arguments_streaming,
             unknown_tools=settings.unknown_tools,
+            small_call_chars=settings.small_call_chars,
+            off_protocol_calls=settings.off_protocol_calls,
             think_as_reasoning=settings.think_as_reasoning,
             single_call=chat.single_call,
             observer=observer,

@@ -32,6 +32,8 @@ class OutputParsing:
     tools: tuple[ToolSpec, ...]
     arguments_mode: ArgumentsMode
     unknown_tools: UnknownTools
+    small_call_chars: int
+    off_protocol_calls: bool
     think_as_reasoning: bool
     single_call: bool
     observer: CompletionObserver
@@ -43,6 +45,8 @@ class OutputParsing:
             on_error=self.observer.parse_error,
             mode=self.arguments_mode,
             unknown_tools=self.unknown_tools,
+            small_call_chars=self.small_call_chars,
+            off_protocol_calls=self.off_protocol_calls,
         )
         return parser if self.trace is None else self.trace.stream_parser(parser)
 
@@ -55,6 +59,7 @@ class OutputParsing:
                 self.tools,
                 on_error=self.observer.parse_error,
                 unknown_tools=self.unknown_tools,
+                off_protocol_calls=self.off_protocol_calls,
             )
 
         return parse_traced(self.trace, text, parse)

@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from protocols import ArgumentsMode, UnknownTools, protocol_names
+from protocols import SMALL_CALL_CHARS, ArgumentsMode, UnknownTools, protocol_names
 
 from .access_log import LogFormat
 from .debug import DebugMode, HighlightStyle
@@ -93,6 +93,12 @@ class Settings(BaseSettings):
     think_as_reasoning: bool = False
     tool_arguments_streaming: ArgumentsMode = ArgumentsMode.INCREMENTAL
     unknown_tools: UnknownTools = UnknownTools.CALL
+    # Calls with arguments under this many characters are sent once decided (see
+    # protocols.base.SMALL_CALL_CHARS for why 1 KiB); 0 streams every call at once.
+    small_call_chars: int = Field(default=SMALL_CALL_CHARS, ge=0)
+    off_protocol_calls: bool = Field(
+        default=True, description="read an answer that is only call JSON objects as calls"
+    )
     metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"
     )

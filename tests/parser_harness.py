@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from protocols import (
+    SMALL_CALL_CHARS,
     ArgumentsMode,
     ErrorKind,
     ParseError,
@@ -201,11 +202,17 @@ def run(
     mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
     tools: Sequence[ToolSpec] = TOOLS,
     unknown_tools: UnknownTools = UnknownTools.CALL,
+    small_call_chars: int = SMALL_CALL_CHARS,
 ) -> Result:
-    """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish."""
+    """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish.
+    `small_call_chars=0` streams every call at once (as a large one streams)."""
     errors: list[ParseError] = []
     parser = protocol_of(protocol).stream_parser(
-        tools, on_error=errors.append, mode=mode, unknown_tools=unknown_tools
+        tools,
+        on_error=errors.append,
+        mode=mode,
+        unknown_tools=unknown_tools,
+        small_call_chars=small_call_chars,
     )
     batches = [parser.feed(piece) for piece in split(text, chunks)]
     batches.append(parser.finish())
@@ -216,9 +223,34 @@ def run(
 def check_contract(result: Result) -> None:
     """Assert the parser contract for one run: nothing lost, well-formed text blocks, call
     part sequences fitting the mode, arguments that are the JSON of `input`, unique ids."""
-    assert result.reconstructed == result.source
+    _check_nothing_lost(result)
     _check_text_blocks(result.parts)
     _check_calls(result)
+
+
+def _check_nothing_lost(result: Result) -> None:
+    """The parts rebuild the source, less layout: a whitespace-only run may be missing only
+    between (the start or a call) and (a call or the end), never next to text."""
+    source, position, after_text = result.source, 0, False
+    pieces: list[tuple[bool, str]] = []  # (is text, piece)
+    for part in result.parts:
+        if isinstance(part, TextDelta):
+            pieces.append((True, part.text))
+        elif isinstance(part, ThinkStart | ThinkEnd):
+            pieces.append((True, part.tag))
+        elif isinstance(part, ToolCall | ToolCallUnfinished):
+            pieces.append((False, part.original))
+    for is_text, piece in pieces:
+        if piece and not is_text and not after_text:
+            start = source.find(piece, position)
+            assert start >= position, f"call text {piece[:80]!r} not found"
+            assert not source[position:start].strip(), f"dropped: {source[position:start]!r}"
+            position = start
+        assert source.startswith(piece, position), (position, piece[:80], source[position:][:80])
+        position += len(piece)
+        after_text = is_text if piece else after_text
+    rest = source[position:]
+    assert not rest or (not after_text and rest.isspace()), f"lost: {rest[:80]!r}"
 
 
 def _check_text_blocks(parts: Sequence[Part]) -> None:

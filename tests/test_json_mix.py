@@ -290,20 +290,33 @@ def test_malformed_arguments_are_kept_as_text_in_atomic_mode(body: str) -> None:
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
-def test_malformed_body_after_a_streamed_start_closes_the_call_with_an_error(
+def test_malformed_body_after_a_streamed_start_leaves_the_call_unfinished(
     chunks: Chunks,
 ) -> None:
     source = _body('{"name": "get_weather", "arguments": {"city": ]]] }')
-    result = run(JSON_MIX, source, chunks=chunks)
-    assert [call.name for call in result.calls] == ["get_weather"]
+    result = run(JSON_MIX, source, chunks=chunks, small_call_chars=0)
+    assert result.calls == []
+    assert [(call.name, call.original) for call in result.unfinished] == [("get_weather", source)]
     assert result.error_kinds == [ErrorKind.MALFORMED_JSON]
+    assert result.errors[0].original == source
     assert result.text == ""
     check_contract(result)
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
-def test_cut_off_call_is_text_in_atomic_mode(chunks: Chunks) -> None:
-    result = run(JSON_MIX, "Sure. " + CUT_OFF_CALL, chunks=chunks, mode=ArgumentsMode.ATOMIC)
+def test_malformed_small_call_is_text_in_both_modes(chunks: Chunks) -> None:
+    source = "Sure. " + _body('{"name": "get_weather", "arguments": {"city": ]]] }')
+    for mode in MODES:
+        result = run(JSON_MIX, source, chunks=chunks, mode=mode)
+        assert result.calls == result.unfinished == []
+        assert result.text == source
+        assert result.error_kinds == [ErrorKind.MALFORMED_JSON]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_cut_off_small_call_is_text(mode: ArgumentsMode, chunks: Chunks) -> None:
+    result = run(JSON_MIX, "Sure. " + CUT_OFF_CALL, chunks=chunks, mode=mode)
     assert result.calls == []
     assert result.text == "Sure. " + CUT_OFF_CALL
     assert result.error_kinds == [ErrorKind.UNFINISHED_CALL]
@@ -311,7 +324,7 @@ def test_cut_off_call_is_text_in_atomic_mode(chunks: Chunks) -> None:
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
 def test_cut_off_call_is_unfinished_in_incremental_mode(chunks: Chunks) -> None:
-    result = run(JSON_MIX, "Sure. " + CUT_OFF_CALL, chunks=chunks)
+    result = run(JSON_MIX, "Sure. " + CUT_OFF_CALL, chunks=chunks, small_call_chars=0)
     assert result.calls == []
     assert [(call.name, call.original) for call in result.unfinished] == [
         ("get_weather", CUT_OFF_CALL)
@@ -407,12 +420,26 @@ def test_duplicate_keys_take_the_last_value_in_atomic_mode() -> None:
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
-def test_duplicate_keys_after_streaming_report_a_mismatch_and_still_parse(chunks: Chunks) -> None:
-    result = run(JSON_MIX, DUPLICATE_KEYS, chunks=chunks)
-    [call] = result.calls
+def test_duplicate_keys_in_a_small_call_are_decided_as_in_a_whole_text(chunks: Chunks) -> None:
+    streamed = run(JSON_MIX, DUPLICATE_KEYS, chunks=chunks)
+    whole = run(JSON_MIX, DUPLICATE_KEYS, mode=ArgumentsMode.ATOMIC)
+    assert streamed.call_values == whole.call_values == [("get_weather", {"city": "Rome"})]
+    assert streamed.error_kinds == whole.error_kinds == []
+    check_contract(streamed)
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_duplicate_keys_after_streaming_leave_the_call_unfinished(chunks: Chunks) -> None:
+    result = run(JSON_MIX, DUPLICATE_KEYS, chunks=chunks, small_call_chars=0)
+    assert result.calls == []
+    [unfinished] = result.unfinished
+    assert unfinished.original == DUPLICATE_KEYS
     assert result.error_kinds == [ErrorKind.ARGUMENTS_MISMATCH]
-    assert json.loads(call.arguments) == call.input == {"city": "Rome"}
-    assert "".join(result.deltas(call.id)) == call.arguments
+    assert result.errors[0].original == DUPLICATE_KEYS
+    sent = "".join(result.deltas(unfinished.id))
+    assert sent.startswith('{"city": "Paris"')
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(sent)  # the client cannot take it for a finished call
     check_contract(result)
 
 
@@ -423,7 +450,7 @@ def test_call_start_is_sent_as_soon_as_the_name_is_read() -> None:
         'world", "limit": 5',
         "}}</tool_call>",
     ]
-    result = run(JSON_MIX, "".join(pieces), chunks=offsets(pieces))
+    result = run(JSON_MIX, "".join(pieces), chunks=offsets(pieces), small_call_chars=0)
     first, second, third, last, _finish = result.batches
     [start] = first
     assert isinstance(start, ToolCallStart) and start.name == "search"

@@ -267,7 +267,7 @@ def test_unclosed_call_with_an_incomplete_body_is_text_in_atomic_mode(
 def test_unclosed_call_with_an_incomplete_body_is_unfinished_in_incremental_mode(
     source: str, chunks: Chunks
 ) -> None:
-    result = run(MORPH_XML, "Sure. " + source, chunks=chunks)
+    result = run(MORPH_XML, "Sure. " + source, chunks=chunks, small_call_chars=0)
     assert result.calls == []
     assert result.text == "Sure. "
     assert [(call.name, call.original) for call in result.unfinished] == [
@@ -287,7 +287,7 @@ def test_string_argument_streams_before_its_tag_closes() -> None:
         "</limit>",
         "</search>",
     ]
-    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces))
+    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces), small_call_chars=0)
     batches = [fragments(batch) for batch in result.batches]
     assert isinstance(result.batches[0][0], ToolCallStart)
     # Before `</query>` arrives, the text so far has been sent, over several feeds.
@@ -310,7 +310,7 @@ def test_cdata_string_argument_streams_before_its_section_ends() -> None:
         "]]>\n</query>",
         "</search>",
     ]
-    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces))
+    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces), small_call_chars=0)
     batches = [fragments(batch) for batch in result.batches]
     assert "if a < b:\\n" in batches[0]
     assert "</search>" in batches[1]

@@ -272,13 +272,25 @@ def test_a_nameless_call_is_text_with_an_error_in_incremental_mode(chunks: Chunk
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
-def test_a_repeated_parameter_after_streaming_keeps_what_was_sent_and_reports_it(
+def test_a_repeated_parameter_after_streaming_leaves_the_call_unfinished(
     chunks: Chunks,
 ) -> None:
-    result = run(QWEN, REPEATED, chunks=chunks)
-    assert result.call_values == [("write_file", {"path": "a"})]
+    result = run(QWEN, REPEATED, chunks=chunks, small_call_chars=0)
+    assert result.calls == []
+    assert [call.original for call in result.unfinished] == [REPEATED]
     assert result.error_kinds == [ErrorKind.MALFORMED_XML]
     check_contract(result)
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_a_small_call_with_a_repeated_parameter_is_text_as_in_a_whole_text(
+    chunks: Chunks,
+) -> None:
+    streamed = run(QWEN, REPEATED, chunks=chunks)
+    whole = run(QWEN, REPEATED, mode=ArgumentsMode.ATOMIC)
+    assert streamed.signature() == whole.signature()
+    assert streamed.text == REPEATED
+    assert streamed.error_kinds == [ErrorKind.MALFORMED_XML]
 
 
 CUT_OFF = {
@@ -309,7 +321,7 @@ def test_a_call_that_cannot_be_read_is_text_with_an_error_in_atomic_mode(
 @pytest.mark.parametrize("source", CUT_OFF.values(), ids=CUT_OFF.keys())
 @pytest.mark.parametrize("chunks", CHUNKINGS)
 def test_a_cut_off_call_is_unfinished_in_incremental_mode(source: str, chunks: Chunks) -> None:
-    result = run(QWEN, "Sure. " + source, chunks=chunks)
+    result = run(QWEN, "Sure. " + source, chunks=chunks, small_call_chars=0)
     assert result.calls == []
     assert result.text == "Sure. "
     assert [(call.name, call.original) for call in result.unfinished] == [("search", source)]
@@ -335,7 +347,7 @@ def test_the_call_starts_once_its_name_is_known_and_strings_stream_as_they_arriv
         "5\n",
         "</parameter>\n</function>\n</tool_call>",
     ]
-    result = run(QWEN, "".join(pieces), chunks=offsets(pieces))
+    result = run(QWEN, "".join(pieces), chunks=offsets(pieces), small_call_chars=0)
     batches = [fragments(batch) for batch in result.batches]
     assert [type(part) for part in result.batches[0]] == [ToolCallStart]
     # The trailing newline is held: it is the layout if `</parameter>` comes next.
@@ -358,7 +370,7 @@ def test_a_partial_end_tag_is_held_back_until_it_proves_to_be_text() -> None:
         "eter-like x\n</parameter>",
         "\n</function>",
     ]
-    result = run(QWEN, "".join(pieces), chunks=offsets(pieces))
+    result = run(QWEN, "".join(pieces), chunks=offsets(pieces), small_call_chars=0)
     batches = [fragments(batch) for batch in result.batches]
     assert batches[1].endswith('"a ')
     assert batches[2] == '</parameter-like x"'

@@ -28,6 +28,8 @@ from upstream_server import (
     ScriptedUpstream,
 )
 
+from protocols import SMALL_CALL_CHARS
+
 # Every cut of each protocol's call, in-process; over HTTP, a cut in its first tag, in its
 # middle and before its last character.
 SPLITS = [(protocol, at) for protocol, call in WEATHER_CALL.items() for at in range(1, len(call))]
@@ -107,11 +109,22 @@ def test_calls_sent_one_character_per_chunk_stream_as_calls(
     assert completion.content == "Hi "
 
 
-@pytest.mark.parametrize(("mode", "in_one_fragment"), [("atomic", True), ("incremental", False)])
+@pytest.mark.parametrize(
+    ("mode", "small_call_chars", "in_one_fragment"),
+    [
+        ("atomic", 0, True),
+        ("incremental", 0, False),
+        ("incremental", SMALL_CALL_CHARS, True),  # a small call is sent once decided
+    ],
+)
 def test_argument_streaming_mode_sets_whether_arguments_arrive_whole(
-    upstream: ScriptedUpstream, start_proxy: StartProxy, mode: str, in_one_fragment: bool
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    mode: str,
+    small_call_chars: int,
+    in_one_fragment: bool,
 ) -> None:
-    proxy = start_proxy(tool_arguments_streaming=mode)
+    proxy = start_proxy(tool_arguments_streaming=mode, small_call_chars=small_call_chars)
     upstream.script(Reply(*WEATHER_CALL["json-mix"]))  # one character per chunk
 
     events = proxy.events(chat_body(WEATHER_TOOL, stream=True))
