@@ -20,6 +20,7 @@ from parser_harness import (
 )
 
 from protocols import (
+    SMALL_CALL_CHARS,
     ArgumentsMode,
     ErrorKind,
     ParseError,
@@ -502,4 +503,51 @@ def test_long_scalar_arrays_stream_as_canonical_json(mode: ArgumentsMode, chunks
         ("write_file", {"path": "a", "content": expected})
     ]
     assert result.calls[0].arguments == json.dumps({"path": "a", "content": expected})
+    check_contract(result)
+
+
+INNER_QUOTES = _body(
+    '{"name": "write_file", "arguments": {"path": "a", "content": "say "hi" now, "bye"\n ok"}}'
+)
+
+
+@pytest.mark.parametrize("small_call_chars", [0, SMALL_CALL_CHARS])
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_an_unescaped_quote_inside_a_string_does_not_end_it(
+    chunks: Chunks, small_call_chars: int
+) -> None:
+    streamed = run(JSON_MIX, INNER_QUOTES, chunks=chunks, small_call_chars=small_call_chars)
+    whole = run(JSON_MIX, INNER_QUOTES, mode=ArgumentsMode.ATOMIC)
+    expected = [("write_file", {"path": "a", "content": 'say "hi" now, "bye"\n ok'})]
+    assert streamed.call_values == whole.call_values == expected
+    assert streamed.error_kinds == whole.error_kinds == []
+    check_contract(streamed)
+
+
+ARGUMENTS_STRING_WITH_TAGS = _body(
+    json.dumps(
+        {
+            "name": "write_file",
+            "arguments": json.dumps({"path": "a.md", "content": "</tool_call> <tool_call> x"}),
+        }
+    )
+)
+
+
+@pytest.mark.parametrize("small_call_chars", [0, SMALL_CALL_CHARS])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_tags_inside_arguments_written_as_a_json_string_end_nothing(
+    mode: ArgumentsMode, chunks: Chunks, small_call_chars: int
+) -> None:
+    result = run(
+        JSON_MIX,
+        ARGUMENTS_STRING_WITH_TAGS + " Done.",
+        chunks=chunks,
+        mode=mode,
+        small_call_chars=small_call_chars,
+    )
+    expected = {"path": "a.md", "content": "</tool_call> <tool_call> x"}
+    assert result.call_values == [("write_file", expected)]
+    assert result.text == " Done."
     check_contract(result)
