@@ -309,6 +309,9 @@ class TagStreamParser(StreamParser):
         self._pending = ""
         self._call: CallScanner | None = None
         self._in_think = False
+        # Inside a think block from a call open tag on: how much of `_pending` has been
+        # searched for `</think>` (None while no call tag is held).
+        self._held_think_call: int | None = None
 
     @abstractmethod
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
@@ -329,6 +332,12 @@ class TagStreamParser(StreamParser):
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
+        if self._in_think and self._held_think_call is not None:
+            # The output ended in a think block holding a call: the model forgot `</think>`.
+            out.marker(ThinkEnd(""))
+            self._in_think = False
+            self._held_think_call = None
+            self._advance()
         if self._call is not None:
             self._call.finish()
             self._call = None
@@ -341,7 +350,6 @@ class TagStreamParser(StreamParser):
         return out.take()
 
     def _advance(self) -> None:
-        out = self._ctx.out
         while self._pending:
             if self._call is not None:
                 rest = self._call.consume(self._pending)
@@ -351,18 +359,39 @@ class TagStreamParser(StreamParser):
                 self._call = None
                 self._pending = rest
             elif self._in_think:
-                end = self._pending.find(THINK_CLOSE)
-                if end == -1:
-                    safe = partial_token_start(self._pending, (THINK_CLOSE,))
-                    out.text(self._pending[:safe])
-                    self._pending = self._pending[safe:]
+                if not self._advance_in_think():
                     return
-                out.text(self._pending[:end])
-                out.marker(ThinkEnd(THINK_CLOSE))
-                self._in_think = False
-                self._pending = self._pending[end + len(THINK_CLOSE) :]
             elif not self._advance_outside():
                 return
+
+    def _advance_in_think(self) -> bool:
+        """Emit think text up to `</think>`; False when more text is needed. A call open tag
+        inside the block holds the rest until `</think>` (then it was text) or the end of the
+        output (then it is a call)."""
+        out, text = self._ctx.out, self._pending
+        scan_from = max(0, (self._held_think_call or 0) - len(THINK_CLOSE) + 1)
+        end = text.find(THINK_CLOSE, scan_from)
+        if self._held_think_call is None:
+            call = self._find_open(text[: end if end != -1 else len(text)])
+            if call is not None:
+                out.text(text[: call[0]])
+                self._pending = text = text[call[0] :]
+                end = text.find(THINK_CLOSE)
+                self._held_think_call = 0
+        if end == -1:
+            if self._held_think_call is not None:
+                self._held_think_call = len(text)
+                return False
+            safe = min(partial_token_start(text, (THINK_CLOSE,)), self._partial_open_start(text))
+            out.text(text[:safe])
+            self._pending = text[safe:]
+            return False
+        out.text(text[:end])
+        out.marker(ThinkEnd(THINK_CLOSE))
+        self._in_think = False
+        self._held_think_call = None
+        self._pending = text[end + len(THINK_CLOSE) :]
+        return True
 
     def _advance_outside(self) -> bool:
         """Emit text up to the next think or call open tag; False when more text is needed."""

@@ -394,9 +394,11 @@ def test_calls_inside_think_blocks_stay_text(
 
 @pytest.mark.parametrize(("protocol", "call"), CALLS.items())
 def test_unclosed_think_block_ends_with_an_empty_think_end(protocol: str, call: str) -> None:
-    result = run(protocol, f"<think>still thinking {call}", chunks=1)
+    # A call in it would be a call (see test_unclosed_think.py): only part of one here.
+    partial = call[: len(call) // 2]
+    result = run(protocol, f"<think>still thinking {partial}", chunks=1)
     assert result.calls == []
-    assert result.text == f"still thinking {call}"
+    assert result.text == f"still thinking {partial}"
     markers = [p for p in result.parts if isinstance(p, ThinkStart | ThinkEnd)]
     assert markers == [ThinkStart("<think>"), ThinkEnd("")]
     check_contract(result)
