@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
+from .coerce import coerce_by_schema
+from .off_protocol import OffProtocolAnswer
 from .parts import (
     ErrorKind,
     OnError,
@@ -312,6 +314,12 @@ class TagStreamParser(StreamParser):
         # Inside a think block from a call open tag on: how much of `_pending` has been
         # searched for `</think>` (None while no call tag is held).
         self._held_think_call: int | None = None
+        # The answer's start while it may still be call objects written off the protocol.
+        self._answer = (
+            OffProtocolAnswer(self._ctx.tools, self._opens_call)
+            if options.off_protocol_calls
+            else None
+        )
 
     @abstractmethod
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
@@ -326,12 +334,24 @@ class TagStreamParser(StreamParser):
         """A scanner for the call this tag opens; None when the tag alone was the call."""
 
     def feed(self, text: str) -> list[Part]:
+        if self._answer is not None:
+            if self._answer.feed(text):
+                return self._ctx.out.take()
+            text, self._answer = self._answer.text, None  # not off-protocol calls: read it
         self._pending += text
         self._advance()
         return self._ctx.out.take()
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
+        if self._answer is not None:
+            answer, self._answer = self._answer, None
+            calls = answer.calls(self._ctx.relaxed_budget)
+            if calls is not None:
+                self._emit_off_protocol_calls(calls, answer.text)
+                return out.take()
+            self._pending += answer.text
+            self._advance()
         if self._in_think and self._held_think_call is not None:
             # The output ended in a think block holding a call: the model forgot `</think>`.
             out.marker(ThinkEnd(""))
@@ -348,6 +368,19 @@ class TagStreamParser(StreamParser):
             self._in_think = False
         out.close_text()
         return out.take()
+
+    def _emit_off_protocol_calls(
+        self, calls: list[tuple[str, dict[str, Any]]], original: str
+    ) -> None:
+        ctx = self._ctx
+        for index, (name, arguments) in enumerate(calls):
+            value = coerce_by_schema(arguments, ctx.tools[name].parameters)
+            # The whole answer is the first call's original text, so nothing is counted twice.
+            ctx.complete_call(name, value, original if index == 0 else "")
+
+    def _opens_call(self, text: str) -> bool:
+        found = self._find_open(text)
+        return found is not None and found[0] == 0
 
     def _advance(self) -> None:
         while self._pending:

@@ -368,7 +368,8 @@ def test_any_json_arguments_arrive_unchanged_for_any_chunking(
 def test_text_is_released_at_once_except_a_possible_open_tag(
     protocol: str, fed: str, released: str
 ) -> None:
-    parser = get_protocol(protocol).stream_parser(TOOLS)
+    # An answer's start is held while it may be off-protocol call objects: tested apart.
+    parser = get_protocol(protocol).stream_parser(TOOLS, off_protocol_calls=False)
     assert _text(parser.feed(fed)) == released
     assert _text(parser.finish()) == fed[len(released) :]
 

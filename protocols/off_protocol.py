@@ -1,0 +1,138 @@
+"""Calls written off the protocol's format, as small models write them: the whole answer
+(modulo whitespace) is call objects `{"name": <declared tool>, "arguments": {...}}`, bare,
+in one code fence, or inside one stray tag such as `<tool_response>`. Anything else around
+them (prose before or after, an undeclared name) makes the answer text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from typing import Any
+
+from .call_objects import CallObjectError, call_from_object
+from .json_stream import JsonCallLexer
+from .relaxed_json import RelaxedJSONError, RelaxedParseBudget, parse_json_values, strip_code_fence
+
+# Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
+MAX_WRAPPER_TAG_CHARS = 64
+# Blank lines, a tag and a fence line come before the first object; a longer start without
+# one is prose (and re-reading a growing start on every delta would not stay linear).
+MAX_ANSWER_HEAD_CHARS = 1024
+_WRAPPER_OPEN = re.compile(rf"<([A-Za-z_][\w.:-]{{0,{MAX_WRAPPER_TAG_CHARS}}})>")
+_FENCE_OPEN = re.compile(r"```[\w.+-]*[ \t]*\n")
+_TAG_HEAD = re.compile(r"<(?:[A-Za-z_][\w.:-]*)?")
+_FENCE_HEAD = re.compile(r"```[\w.+-]*[ \t]*")
+_FENCE = "```"
+# Only the two keys real models use here: a bare object with other keys is more likely
+# an answer in JSON than a call.
+_ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+class OffProtocolAnswer:
+    """The start of an answer, held while it may still be off-protocol call objects.
+    `feed` says whether it still may; `calls` reads it once the output has ended."""
+
+    def __init__(self, declared: Collection[str], is_call_tag: Callable[[str], bool]) -> None:
+        self._declared = declared
+        self._is_call_tag = is_call_tag  # the protocol's own call at the start: not ours
+        self._head = ""  # the answer until its first object is found (a few characters)
+        self._rest: list[str] = []  # what follows, kept in pieces: a long answer is held
+        self._json_start: int | None = None  # where in `_head` the first object begins
+        self._lexer = JsonCallLexer()
+
+    @property
+    def text(self) -> str:
+        return self._head + "".join(self._rest)
+
+    def feed(self, text: str) -> bool:
+        if self._json_start is not None:
+            self._rest.append(text)
+            return self._follow_json(text)
+        self._head += text
+        if len(self._head) > MAX_ANSWER_HEAD_CHARS:
+            return False
+        if self._find_json_start():
+            assert self._json_start is not None
+            return self._follow_json(self._head[self._json_start :])
+        return self._may_still_open()
+
+    def calls(self, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]] | None:
+        """The calls the whole answer is, or None when it is not only declared calls."""
+        if self._json_start is None:
+            return None
+        wrapper = _WRAPPER_OPEN.match(self.text.lstrip())
+        inner = self.text.strip()
+        if wrapper:
+            closing = f"</{wrapper.group(1)}>"
+            if not inner.endswith(closing):
+                return None
+            inner = inner[wrapper.end() : -len(closing)].strip()
+        try:
+            values = parse_json_values(strip_code_fence(inner), complete_only=True, budget=budget)
+            items = [item for value in values for item in _items(value)]
+            if not all(isinstance(item, dict) and _ARGUMENTS_KEYS & item.keys() for item in items):
+                return None
+            calls = [call_from_object(item, budget) for item in items]
+        except (RelaxedJSONError, CallObjectError):
+            return None
+        if not calls or not all(name in self._declared for name, _ in calls):
+            return None
+        return calls
+
+    def _find_json_start(self) -> bool:
+        """Find where the JSON begins (after an optional tag and fence); False if unknown yet."""
+        text = self._head
+        position = len(text) - len(text.lstrip())
+        if text.startswith("<", position):
+            if self._is_call_tag(text[position:]):
+                return False
+            wrapper = _WRAPPER_OPEN.match(text, position)
+            if wrapper is None:
+                return False
+            position = wrapper.end()
+            position += len(text[position:]) - len(text[position:].lstrip())
+        if text.startswith(_FENCE, position):
+            fence = _FENCE_OPEN.match(text, position)
+            if fence is None:
+                return False
+            position = fence.end()
+            position += len(text[position:]) - len(text[position:].lstrip())
+        if text.startswith("{", position):
+            self._json_start = position
+            return True
+        return False
+
+    def _may_still_open(self) -> bool:
+        """Whether the start seen so far can still grow into an opening of call objects."""
+        rest = self._head.lstrip()
+        if not rest or rest[0] == "{":
+            return True
+        if rest[0] == "<":
+            if self._is_call_tag(rest):
+                return False
+            wrapper = _WRAPPER_OPEN.match(rest)
+            if wrapper is None:
+                return len(rest) <= MAX_WRAPPER_TAG_CHARS + 1 and bool(_TAG_HEAD.fullmatch(rest))
+            rest = rest[wrapper.end() :].lstrip()
+            if not rest:
+                return True
+        if _FENCE.startswith(rest):
+            return True
+        if rest.startswith(_FENCE):
+            fence = _FENCE_OPEN.match(rest)
+            if fence is None:
+                return bool(_FENCE_HEAD.fullmatch(rest))  # its info line is still coming
+            return not rest[fence.end() :].strip()
+        return False
+
+    def _follow_json(self, new: str) -> bool:
+        """False once the first object names an undeclared tool. Anything else (prose after
+        the objects, a relaxed body) is decided when the output ends."""
+        lexer = self._lexer
+        if lexer.healthy and lexer.name is None:
+            lexer.feed(new)
+        return lexer.name is None or lexer.name in self._declared

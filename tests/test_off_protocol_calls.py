@@ -1,0 +1,88 @@
+"""Calls written off the protocol's format, as small models write them: an answer that is
+only call objects (bare, in one fence, in one stray tag) is calls; anything else is text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
+
+from protocols import ArgumentsMode, TextDelta, get_protocol
+from protocols.parts import ToolSpec
+
+WEATHER = {"name": "get_weather", "arguments": {"city": "Paris"}}
+TIME = {"name": "get_time", "parameters": {}}
+OBJECT = json.dumps(WEATHER)
+
+CALLS = {
+    "bare": f"{OBJECT}",
+    "bare-with-layout": f"\n  {OBJECT}\n",
+    "fenced": f"```json\n{OBJECT}\n```",
+    "stray-tag": f"<tool_response>\n{OBJECT}\n</tool_response>",
+    "stray-tag-and-fence": f"<function_call>```\n{OBJECT}\n```</function_call>",
+    "relaxed": "{name: 'get_weather', arguments: {city: 'Paris'}}",
+}
+TEXT = {
+    "undeclared-name": json.dumps({"name": "launch", "arguments": {}}),
+    "prose-before": f"Here is the call: {OBJECT}",
+    "prose-after": f"```json\n{OBJECT}\n```\nThis calls the weather tool.",
+    "no-arguments-key": json.dumps({"name": "get_weather", "city": "Paris"}),
+    "json-answer": json.dumps({"city": "Paris", "temperature": 21}),
+    "code-fence": "```python\nprint('hi')\n```",
+}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+@pytest.mark.parametrize("source", CALLS.values(), ids=CALLS.keys())
+def test_an_answer_that_is_only_a_call_object_is_a_call(
+    protocol: str, mode: ArgumentsMode, chunks: Chunks, source: str
+) -> None:
+    result = run(protocol, source, chunks=chunks, mode=mode)
+    assert result.call_values == [("get_weather", {"city": "Paris"})]
+    assert result.text == ""
+    check_contract(result)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_several_call_objects_in_a_row_are_several_calls(protocol: str, chunks: Chunks) -> None:
+    source = json.dumps(WEATHER) + "\n" + json.dumps(TIME)
+    result = run(protocol, source, chunks=chunks)
+    assert result.call_values == [("get_weather", {"city": "Paris"}), ("get_time", {})]
+    check_contract(result)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+@pytest.mark.parametrize("source", TEXT.values(), ids=TEXT.keys())
+def test_anything_else_stays_text(
+    protocol: str, mode: ArgumentsMode, chunks: Chunks, source: str
+) -> None:
+    result = run(protocol, source, chunks=chunks, mode=mode)
+    assert result.calls == []
+    assert result.text == source
+    check_contract(result)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_the_setting_turns_it_off(protocol: str) -> None:
+    tools = [ToolSpec("get_weather")]
+    parts = get_protocol(protocol).parse(OBJECT, tools, off_protocol_calls=False)
+    assert "".join(part.text for part in parts if isinstance(part, TextDelta)) == OBJECT
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_the_stream_holds_the_answer_until_it_is_decided(protocol: str) -> None:
+    parser = get_protocol(protocol).stream_parser([ToolSpec("get_weather")])
+    assert parser.feed('```json\n{"name": "get_weather", "arguments": {"city": "Pa') == []
+    held_then_text = parser.feed('ris"}}\n```\nThat was an example.') + parser.finish()
+    text = "".join(part.text for part in held_then_text if isinstance(part, TextDelta))
+    assert text.endswith("That was an example.")
+    # Text that cannot start call objects flows at once; an undeclared name is decided early.
+    assert get_protocol(protocol).stream_parser([ToolSpec("get_weather")]).feed("Hello")
+    early = get_protocol(protocol).stream_parser([ToolSpec("get_weather")])
+    assert early.feed('{"name": "launch", "arguments": {')
