@@ -74,8 +74,9 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallUnfinished:
-    """Incremental mode: the output ended inside a call whose start was already sent.
-    The call must not be treated as complete (its arguments do not parse)."""
+    """Incremental mode: a call whose start was already sent did not end as a valid call
+    (the output ended inside it, or its body turned out invalid). It must not be treated as
+    complete: the fragments sent do not parse, and the error record says why."""
 
     id: str
     name: str
@@ -94,8 +95,9 @@ class ErrorKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ParseError:
-    """Model output that could not become a call as-is. Unless the kind is
-    ARGUMENTS_MISMATCH or TOOL_CHOICE_FALLBACK, its text was emitted unchanged."""
+    """Model output that could not become a call as-is. Its text was emitted unchanged: as
+    text, or (for a call already streamed) as the original of a ToolCallUnfinished; only a
+    TOOL_CHOICE_FALLBACK's text became a call anyway."""
 
     kind: ErrorKind
     message: str

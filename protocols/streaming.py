@@ -1,5 +1,7 @@
-"""The streaming machinery the parsers share: text blocks, held-back tag prefixes, think
-blocks, and the bookkeeping of a call from its start to its end (or its fallback to text)."""
+"""The streaming machinery the parsers share: text blocks and their layout, held-back tag
+prefixes, think blocks, off-protocol answers, and the commit policy of a call from its start
+to its end: a small call is sent once decided, a large one streams, and a streamed call that
+fails ends unfinished (or, unstreamed, falls back to text)."""
 
 from __future__ import annotations
 

@@ -62,8 +62,9 @@ def test_model_call_is_a_function_call_item_after_its_text(
 
 
 def test_call_arguments_stream_as_the_model_writes_them(
-    upstream: ScriptedUpstream, proxy: Proxy
+    upstream: ScriptedUpstream, start_proxy: StartProxy
 ) -> None:
+    proxy = start_proxy(small_call_chars=0)  # stream even a call this small
     call = WEATHER_CALL["json-mix"]
     cut = call.index("Paris") + 2
     upstream.script(Reply(call[:cut], call[cut:]))
