@@ -117,14 +117,10 @@ class ChatExchange:
         """Tools offered: the model's text parsed into content and calls."""
         chat, settings = self._chat, self._context.settings
         observer, trace = self.observers(protocol)
-        parsing = OutputParsing(
-            protocol=protocol,
-            tools=chat.tools,
-            arguments_mode=settings.tool_arguments_streaming,
-            unknown_tools=settings.unknown_tools,
-            small_call_chars=settings.small_call_chars,
-            off_protocol_calls=settings.off_protocol_calls,
-            think_as_reasoning=settings.think_as_reasoning,
+        parsing = OutputParsing.configured(
+            settings,
+            protocol,
+            chat.tools,
             single_call=chat.single_call,
             observer=observer,
             trace=trace,

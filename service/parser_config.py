@@ -18,6 +18,7 @@ from protocols import (
 from .chunks import DeltaMapper
 from .debug import ParserTrace, parse_traced
 from .observer import CompletionObserver
+from .settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,31 @@ class OutputParsing:
     single_call: bool
     observer: CompletionObserver
     trace: ParserTrace | None = None
+
+    @classmethod
+    def configured(
+        cls,
+        settings: Settings,
+        protocol: Protocol,
+        tools: tuple[ToolSpec, ...],
+        *,
+        single_call: bool,
+        observer: CompletionObserver,
+        trace: ParserTrace | None = None,
+    ) -> OutputParsing:
+        """The deployment's parser options applied to one request's protocol and tools."""
+        return cls(
+            protocol=protocol,
+            tools=tools,
+            arguments_mode=settings.tool_arguments_streaming,
+            unknown_tools=settings.unknown_tools,
+            small_call_chars=settings.small_call_chars,
+            off_protocol_calls=settings.off_protocol_calls,
+            think_as_reasoning=settings.think_as_reasoning,
+            single_call=single_call,
+            observer=observer,
+            trace=trace,
+        )
 
     def stream_parser(self) -> StreamParser:
         parser = self.protocol.stream_parser(

@@ -66,12 +66,10 @@ async def _events(
 ) -> list[bytes]:
     chat = parse_chat_request(json.dumps(body).encode())
     record = RequestRecord(request_id="req-test", method="POST", path=CHAT_PATH, route="chat")
-    parsing = OutputParsing(
-        protocol=get_protocol(protocol),
-        tools=chat.tools,
-        arguments_mode=settings.tool_arguments_streaming,
-        unknown_tools=settings.unknown_tools,
-        think_as_reasoning=settings.think_as_reasoning,
+    parsing = OutputParsing.configured(
+        settings,
+        get_protocol(protocol),
+        chat.tools,
         single_call=chat.single_call,
         observer=CompletionObserver(protocol, ProxyMetrics(), record),
     )
