@@ -1,5 +1,11 @@
 """Morph-XML: the tool's name is the tag and each argument a child tag, as in
-`<read_file><path>a.py</path></read_file>`. Only declared tool names open a call."""
+`<read_file><path>a.py</path></read_file>`. Only declared tool names open a call.
+
+A tool tag mentioned in prose is not a call: one right after a backtick (inline code), or
+one followed on its line by prose rather than a line break or a tag; this is decided at the
+first non-blank character after the open tag. Arguments written as attributes of the tool
+tag (`<write_file path="a" content="b"/>`) count when they name declared parameters; child
+elements next to them that name no declared parameter are dropped, with an error record."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from .relaxed_xml import (
     DuplicateStringTagError,
     RelaxedXMLError,
     arguments_are_complete,
+    layout_trimmed,
     parse_xml_arguments,
 )
 from .streaming import (
@@ -39,8 +46,14 @@ class MorphXmlProtocol(Protocol):
             how_to_call="To call a tool, write an XML element named after the tool with one"
             " child element per argument",
             rules=[
-                "Write text values as they are, without escaping. If a value contains the"
-                f" tool's closing tag, wrap it in {CDATA_START} ... {CDATA_END}.",
+                "Write each argument as a child element, not as an attribute.",
+                "Write values as they are, without escaping; every character between the tags"
+                " is kept. Write a one-line value right between its tags"
+                " (<path>src/app.py</path>); start a multi-line value on the line after its"
+                " open tag. Only the line break right after an open tag and the indentation"
+                " before a close tag on its own line are layout.",
+                "If a value contains its own or the tool's closing tag, wrap the whole value"
+                f" in {CDATA_START} ... {CDATA_END}.",
                 "Write a list as <item> elements inside the argument's element, an object"
                 " as nested elements.",
             ],
@@ -51,7 +64,12 @@ class MorphXmlProtocol(Protocol):
     def render_call(self, name: str, arguments: Any) -> str:
         if not isinstance(arguments, Mapping):
             arguments = {"arguments": arguments}
-        inner = "".join(_render_element(key, value) for key, value in arguments.items())
+        inner = "".join(
+            _render_argument(name, key, value)
+            if isinstance(value, str)
+            else _render_element(key, value)
+            for key, value in arguments.items()
+        )
         return f"<{name}>\n{inner}</{name}>"
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
@@ -73,7 +91,19 @@ def _attribute(value: str) -> str:
     return f'"{escaped}"'
 
 
+def _render_argument(tool: str, key: str, text: str) -> str:
+    """A string argument: kept raw (a multi-line value from the line after its open tag)
+    unless raw text would not read back the same, then wrapped whole in CDATA."""
+    written = "\n" + text if "\n" in text else text
+    unreadable = (CDATA_START, f"<{key}", f"</{key}", f"<{tool}", f"</{tool}")
+    if any(marker in text for marker in unreadable) or layout_trimmed(written) != text:
+        written = _cdata(text)
+    return f"<{key}>{written}</{key}>\n"
+
+
 def _render_element(key: str, value: Any) -> str:
+    """A value nested in an object or list, or a non-string argument: read back through
+    XML, so markup is wrapped in CDATA."""
     if isinstance(value, Mapping):
         inner = "".join(_render_element(k, v) for k, v in value.items())
         return f"<{key}>{inner}</{key}>\n"
@@ -81,18 +111,29 @@ def _render_element(key: str, value: Any) -> str:
         items = "".join(_render_element("item", item).rstrip("\n") for item in value)
         return f"<{key}>{items}</{key}>\n"
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return f"<{key}>{_cdata(text) if _needs_cdata(text) else text}</{key}>\n"
-
-
-def _needs_cdata(text: str) -> bool:
-    """Whether a value written raw would not read back the same: markup (which could
-    close a tag or be parsed when nested) or edge whitespace (which the layout trim drops)."""
-    return "<" in text or "&" in text or "]]>" in text or text != text.strip()
+    written = "\n" + text if "\n" in text else text
+    markup = "<" in text or "&" in text or "]]>" in text
+    return f"<{key}>{_cdata(written) if markup else written}</{key}>\n"
 
 
 def _cdata(text: str) -> str:
     # `]]>` cannot appear inside a section: end the section after `]]` and start a new one.
     return CDATA_START + text.replace(CDATA_END, "]]" + CDATA_END + CDATA_START + ">") + CDATA_END
+
+
+# An attribute list, quoted values whole (they may hold `>`); its unfinished prefix.
+_ATTRIBUTES = r"""(?:[^<>"']|"[^"]*"|'[^']*')*"""
+_ATTRIBUTES_PREFIX = re.compile(rf"""{_ATTRIBUTES}(?:"[^"]*|'[^']*)?""")
+_ATTRIBUTE = re.compile(r"""([^\s=/<>"']+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+# Arguments written as attributes (`<write_file path="a" content="..."/>`) can make an open
+# tag long; a `<tool ` followed by more than this without `>` is prose, and holding it back
+# longer would stall the text.
+MAX_ATTRIBUTES_CHARS = 4096
+# XML's character and predefined entity references, as attribute values use them.
+_REFERENCE = re.compile(r"&(?:#(\d{1,7})|#x([0-9A-Fa-f]{1,6})|(amp|lt|gt|quot|apos));")
+_PREDEFINED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+_INLINE_CODE = "`"
+_LAYOUT = " \t\r\n"
 
 
 class _MorphXmlParser(TagStreamParser):
@@ -101,13 +142,26 @@ class _MorphXmlParser(TagStreamParser):
         # Longest names first, so `<read_file>` is never taken for a tool named `read`.
         names = sorted(self._ctx.tools, key=len, reverse=True)
         alternatives = "|".join(map(re.escape, names))
-        self._opening = re.compile(rf"<({alternatives})(?:\s[^<>]*)?/?>") if names else None
+        self._opening = re.compile(rf"<({alternatives})(?:\s{_ATTRIBUTES})?/?>") if names else None
+        self._opening_head = re.compile(rf"<(?:{alternatives})\s") if names else None
+        self._body_tags: dict[str, re.Pattern[str]] = {}  # per tool, compiled once
 
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
-        found = self._opening.search(text) if self._opening else None
-        return (found.start(), found.end(), found.group(1)) if found else None
+        for found in self._opening.finditer(text) if self._opening else ():
+            # Right after a backtick the tag is quoted as inline code; a backtick ending one
+            # feed is held (`_partial_open_start`), so it is seen here with the tag.
+            if found.start() == 0 or text[found.start() - 1] != _INLINE_CODE:
+                return found.start(), found.end(), found.group(1)
+        return None
 
     def _partial_open_start(self, text: str) -> int:
+        start = min(self._partial_tag_start(text), self._partial_attributes_start(text))
+        if start == len(text):
+            return len(text) - 1 if text.endswith(_INLINE_CODE) else start
+        return start - 1 if start and text[start - 1] == _INLINE_CODE else start
+
+    def _partial_tag_start(self, text: str) -> int:
+        """A `<` still followed by a tool name being written, or by nothing yet."""
         start = unclosed_tag_start(text, MAX_OPEN_TAG_CHARS)
         if start == len(text):
             return start
@@ -120,34 +174,87 @@ class _MorphXmlParser(TagStreamParser):
             could_open = name.group() in self._ctx.tools and tail[name.end()] in " \t\r\n/"
         return start if could_open else len(text)
 
+    def _partial_attributes_start(self, text: str) -> int:
+        """A tool's open tag whose attributes are still being written (their quoted values
+        may hold `<` or `>`, which `_partial_tag_start` cannot see past)."""
+        if self._opening_head is None:
+            return len(text)
+        window = max(0, len(text) - MAX_ATTRIBUTES_CHARS)
+        heads = list(self._opening_head.finditer(text, window))
+        last = heads[-1] if heads else None
+        if last is not None and _ATTRIBUTES_PREFIX.fullmatch(text, last.end()):
+            return last.start()
+        return len(text)
+
     def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
+        tool = self._ctx.tools[name]
+        attributes = _attribute_arguments(open_tag, tool)
         if open_tag.endswith("/>"):
-            arguments = coerce_by_schema({}, self._ctx.tools[name].parameters)
+            arguments = coerce_by_schema(attributes, tool.parameters)
             self._ctx.complete_call(name, arguments, open_tag)
             return None
-        return _MorphCall(self._ctx, open_tag, self._ctx.tools[name])
+        body_tags = self._body_tags.get(name)
+        if body_tags is None:
+            escaped = re.escape(name)
+            body_tags = re.compile(
+                rf"{re.escape(CDATA_START)}|<{escaped}(?:\s{_ATTRIBUTES})?/?>|</{escaped}\s*>"
+            )
+            self._body_tags[name] = body_tags
+        return _MorphCall(self._ctx, open_tag, tool, attributes, body_tags)
+
+
+def _attribute_arguments(open_tag: str, tool: ToolSpec) -> dict[str, Any]:
+    """The open tag's attributes that name declared parameters, XML entities resolved."""
+    properties = tool.parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    attributes = open_tag[len(tool.name) + 1 :]
+    arguments: dict[str, Any] = {}
+    for found in _ATTRIBUTE.finditer(attributes):
+        key, double_quoted, single_quoted = found.groups()
+        value = double_quoted if double_quoted is not None else single_quoted
+        if key in properties:
+            arguments[key] = _REFERENCE.sub(_resolve_reference, value)
+    return arguments
+
+
+def _resolve_reference(found: re.Match[str]) -> str:
+    decimal, hexadecimal, name = found.groups()
+    if name:
+        return _PREDEFINED_ENTITIES[name]
+    code = int(decimal) if decimal else int(hexadecimal, 16)
+    return chr(code) if 0 < code <= 0x10FFFF else found.group()
 
 
 class _MorphCall(CallScanner):
     """One call's body, up to the close tag that matches its open tag. Same-name tags
-    nested inside it are balanced, and CDATA sections are skipped."""
+    nested inside it are balanced, and CDATA sections are skipped. Until its first
+    non-blank character shows otherwise, the open tag may still be prose."""
 
-    def __init__(self, ctx: CallContext, open_tag: str, tool: ToolSpec) -> None:
+    def __init__(
+        self,
+        ctx: CallContext,
+        open_tag: str,
+        tool: ToolSpec,
+        attributes: dict[str, Any],
+        body_tags: re.Pattern[str],
+    ) -> None:
         self._ctx, self._open_tag, self._tool = ctx, open_tag, tool
-        name = re.escape(tool.name)
-        self._tags = re.compile(rf"{re.escape(CDATA_START)}|<{name}(?:\s[^<>]*)?/?>|</{name}\s*>")
+        self._attributes = attributes
+        self._tags = body_tags
+        self._decided = False
+        self._line_broken = False  # a line break came before the first non-blank character
         self._depth = 1
         self._in_cdata = False
         self._body: list[str] = []
         self._held = ""
-        self._arguments = (
-            XmlArgumentStream(tool.parameters, tool.name)
-            if ctx.mode is ArgumentsMode.INCREMENTAL
-            else None
-        )
+        streams = ctx.mode is ArgumentsMode.INCREMENTAL and not attributes
+        self._arguments = XmlArgumentStream(tool.parameters, tool.name) if streams else None
         self._sender = ArgumentSender(ctx)
 
     def consume(self, text: str) -> str | None:
+        if not self._decided:
+            return self._decide(text)
         text = self._held + text
         scanned = 0
         while True:
@@ -178,6 +285,21 @@ class _MorphCall(CallScanner):
             self._absorb(text[scanned : found.end()])
             scanned = found.end()
 
+    def _decide(self, text: str) -> str | None:
+        """Before the first non-blank character: a `<` or an earlier line break makes this a
+        call; prose on the tag's line makes the tag text, and the text is read again."""
+        first = len(text) - len(text.lstrip(_LAYOUT))
+        self._line_broken = self._line_broken or "\n" in text[:first]
+        self._held += text
+        if first == len(text):
+            return None
+        self._decided = True
+        held, self._held = self._held, ""
+        if text[first] == "<" or self._line_broken:
+            return self.consume(held)
+        self._ctx.out.text(self._open_tag)
+        return held
+
     def _hold(self, text: str, scanned: int, tokens: tuple[str, ...]) -> None:
         """Absorb what is certain, keep a suffix that could still become a tag."""
         rest = text[scanned:]
@@ -189,6 +311,9 @@ class _MorphCall(CallScanner):
         self._held = rest[safe:]
 
     def finish(self) -> None:
+        if not self._decided:  # the output ended with the open tag: no prose follows it
+            self._decided, held, self._held = True, self._held, ""
+            self.consume(held)
         body = "".join(self._body)
         original = self._open_tag + body + self._held
         complete = not self._held and arguments_are_complete(body)
@@ -211,8 +336,10 @@ class _MorphCall(CallScanner):
         rejected as a call (see CallContext.reject_call) only with `reject_invalid`;
         otherwise nothing is emitted and the caller decides."""
         ctx, schema = self._ctx, self._tool.parameters
+        stream = self._arguments
         try:
-            arguments = coerce_by_schema(parse_xml_arguments(body, schema), schema)
+            children = parse_xml_arguments(body, schema, stream.parsed_values if stream else None)
+            arguments = coerce_by_schema(self._with_attributes(children, original), schema)
         except RelaxedXMLError as error:
             if not reject_invalid:
                 return False
@@ -225,3 +352,19 @@ class _MorphCall(CallScanner):
             return True
         ctx.complete_call(self._tool.name, arguments, original, streamed=self._sender.call)
         return True
+
+    def _with_attributes(self, children: dict[str, Any], original: str) -> dict[str, Any]:
+        """Attribute arguments joined by the child elements that name declared parameters;
+        other children beside attributes are not arguments (recorded as an error)."""
+        if not self._attributes:
+            return children
+        properties = self._tool.parameters.get("properties")
+        declared = properties if isinstance(properties, Mapping) else {}
+        stray = [key for key in children if key not in declared]
+        if stray:
+            self._ctx.error(
+                ErrorKind.MALFORMED_XML,
+                f"child elements {stray} beside attribute arguments name no parameter",
+                original,
+            )
+        return {**self._attributes, **{k: v for k, v in children.items() if k in declared}}

@@ -13,7 +13,8 @@ Parsing is as tolerant as the models need: the `<tool_call>` wrapper may be miss
 then ends at `</function>`), and a missing `</parameter>` ends the value at the next
 `<parameter=` or `</function>`. Values are never unescaped, so (as in the reference
 parser) a value cannot hold `</parameter>`, `<parameter=` or `</function>`.
-Each value loses the one newline after its open tag and the one before its close tag, then
+Values keep their bytes; only layout goes (as in Morph-XML): the line break after the open
+tag, and the line break and indentation before a close tag on its own line. Then a value
 is coerced by the tool's schema (`20` becomes 20 for an integer, JSON text a list).
 """
 
@@ -31,6 +32,7 @@ from .json_stream import canonical_string
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
+from .relaxed_xml import ValueLayout
 from .streaming import (
     ArgumentSender,
     CallContext,
@@ -166,7 +168,7 @@ class _QwenCall(CallScanner):
         self._values: dict[str, str] = {}
         self._key = ""  # the parameter being read
         self._value: list[str] = []
-        self._layout = _ValueLayout()
+        self._layout = ValueLayout(drop_final_line_break=True)
         self._problem = "" if name else "the call names no function"
         self._sender = ArgumentSender(ctx)
         if name and ctx.accepts(name):
@@ -245,7 +247,7 @@ class _QwenCall(CallScanner):
 
     def _begin_value(self, key: str) -> None:
         self._state, self._key, self._value = _State.VALUE, key, []
-        self._layout = _ValueLayout()
+        self._layout = ValueLayout(drop_final_line_break=True)
         if key in self._values:
             self._problem = f"the parameter {key!r} is given twice"
             self._sender.stop()
@@ -265,6 +267,11 @@ class _QwenCall(CallScanner):
 
     def _end_value(self) -> None:
         self._state = _State.BODY
+        tail = self._layout.finish()
+        if tail:
+            self._value.append(tail)
+            if self._streams_text:
+                self._send(canonical_string(tail))
         value = "".join(self._value)
         if self._problem:
             return  # the call will not be emitted as read; nothing more is sent
@@ -306,26 +313,3 @@ class _QwenCall(CallScanner):
         coerced = coerce_by_schema(self._values, self._schema)
         arguments = coerced if isinstance(coerced, dict) else self._values
         ctx.complete_call(self._name, arguments, original, streamed=self._sender.call)
-
-
-class _ValueLayout:
-    """A value as it streams, without the line break after its open tag and the one before
-    its close tag (the format's layout); every piece it returns is final."""
-
-    __slots__ = ("_newline_held", "_started")
-
-    def __init__(self) -> None:
-        self._started = False
-        self._newline_held = False
-
-    def feed(self, text: str) -> str:
-        if not text:
-            return ""
-        if not self._started:
-            self._started = True
-            text = text.removeprefix("\n")
-        if self._newline_held:
-            text = "\n" + text
-        # A final line break may be the layout before the close tag: sent once text follows.
-        self._newline_held = text.endswith("\n")
-        return text[:-1] if self._newline_held else text

@@ -4,13 +4,17 @@ dict of arguments, tolerating the malformed XML models write.
 Rules beyond the spec, decided here:
 
 - String-typed properties keep the raw inner text of their tag, not parsed as XML: entities
-  stay as written and stray `<` or `&` are kept. Layout whitespace is trimmed: a value with
-  no line break inside is stripped; a multi-line value loses a blank first line and the
-  indentation after its last line break, so `<c>\\nx\\n</c>` gives `"x\\n"`. Whitespace
-  outside CDATA is stripped entirely when a value uses CDATA, whose inside is kept as is.
+  stay as written and stray `<` or `&` are kept. Values keep their bytes; only layout goes
+  (`ValueLayout`): a one-line value is exact, indentation included; a multi-line value loses
+  the line break right after its open tag and the indentation before a close tag that starts
+  its own line, so `<c>\\nx\\n</c>` gives `"x\\n"`. CDATA markers go only when CDATA
+  sections wrap the whole value (whitespace around them is then layout); a value that merely
+  contains a section (an SVG's `<style><![CDATA[...]]></style>`) keeps them.
 - Other values are converted through lxml after repairing bare `&` and `<`; their text gets
-  the same trim. Attributes are ignored. Mixed text and child tags keep the markup as a
-  string: byte-exact for a top-level argument, re-serialised by lxml when nested.
+  the same layout rule, and whitespace-only text is empty. Attributes are ignored here. Mixed
+  text and child tags keep the markup as a string: byte-exact for a top-level argument,
+  re-serialised by lxml when nested. An array written with a wrapper
+  (`<tags><tag>a</tag><tag>b</tag></tags>`) is a list when the schema says array.
 - An unclosed argument tag runs to the end of the body; text between argument tags is dropped.
 - Numeric tags (`<0>`, `<1>`) are accepted, so `{"0": .., "1": ..}` objects can become lists.
 """
@@ -24,7 +28,7 @@ from typing import Any
 
 from lxml import etree
 
-from .coerce import is_string_schema
+from .coerce import declared_types, is_string_schema
 
 # A whole source file written in one call fits many times over; anything longer is a
 # runaway generation and parsing it would only burn CPU.
@@ -41,6 +45,11 @@ _SYNTHETIC_ROOT = "rxml-root"
 # XML names, plus all-digit names: models write `<0>` for tuple members.
 _NAME = r"[^\W\d][\w.:-]*|\d+"
 _OPEN_TAG = re.compile(rf"<(?P<name>{_NAME})(?P<rest>[\s/][^<>]*)?>")
+# Any tag or CDATA start, to find the close tag matching an open tag by comparing names (one
+# pattern for every name: compiling one per tag name costs more than the parse).
+_TAG_OR_CDATA = re.compile(
+    rf"(?P<cdata><!\[CDATA\[)|<(?P<slash>/?)(?P<name>{_NAME})(?:\s*>|[\s/][^<>]*>)"
+)
 _CDATA_START = "<![CDATA["
 _CDATA_END = "]]>"
 # Markup skipped between argument tags (comments, PIs, DOCTYPE), mapped to what ends it.
@@ -78,9 +87,15 @@ class _ArgumentTag:
     closed: bool
 
 
-def parse_xml_arguments(body: str, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def parse_xml_arguments(
+    body: str,
+    schema: Mapping[str, Any] | None = None,
+    parsed_values: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Parse `<key>value</key>...` into `{"key": value, ...}`, keys in document order.
 
+    `parsed_values` maps a non-string argument's raw inner text to the value
+    `parse_xml_value` already gave it (while streaming), so it is not parsed twice.
     Raises RelaxedXMLError (never anything else) when the body cannot be understood.
     """
     if len(body) > MAX_BODY_CHARS:
@@ -88,16 +103,16 @@ def parse_xml_arguments(body: str, schema: Mapping[str, Any] | None = None) -> d
     tags, has_stray_text = _scan_top_level(body)
     if not tags and has_stray_text:
         raise RelaxedXMLError("body has text but no argument tags")
-    string_keys = _string_properties(schema or {})
-    parser = etree.XMLParser(
-        recover=True, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False
-    )
+    properties = _properties(schema or {})
+    known = parsed_values or {}
     pairs: list[tuple[str, Any]] = []
     seen_string_keys: set[str] = set()
     for tag in tags:
         inner = body[tag.inner_start : tag.inner_end]
-        if tag.name not in string_keys:
-            pairs.append((tag.name, _parse_value(inner, parser)))
+        property_schema = properties.get(tag.name)
+        if not isinstance(property_schema, Mapping) or not is_string_schema(property_schema):
+            value = known[inner] if inner in known else parse_xml_value(inner, property_schema)
+            pairs.append((tag.name, value))
         elif tag.name in seen_string_keys:
             raise DuplicateStringTagError(f"string property {tag.name!r} given more than once")
         else:
@@ -147,20 +162,20 @@ def _find_close(body: str, opened: re.Match[str]) -> tuple[int, int, bool]:
     """
     if (opened["rest"] or "").rstrip().endswith("/"):
         return opened.end(), opened.end(), True
-    name = re.escape(opened["name"])
-    boundary = re.compile(rf"{re.escape(_CDATA_START)}|<{name}(?:[\s/][^<>]*)?>|</{name}\s*>")
+    name = opened["name"]
     depth = 1
     position = opened.end()
-    while found := boundary.search(body, position):
-        token = found.group()
+    while found := _TAG_OR_CDATA.search(body, position):
         position = found.end()
-        if token == _CDATA_START:
+        if found["cdata"]:
             position = _skip_past(body, found.start(), _CDATA_END)
-        elif token.startswith("</"):
+        elif found["name"] != name:
+            continue
+        elif found["slash"]:
             depth -= 1
             if depth == 0:
                 return found.start(), found.end(), True
-        elif not token.endswith("/>"):
+        elif not found.group().endswith("/>"):
             depth += 1
             if depth > MAX_DEPTH:
                 raise RelaxedXMLError(f"<{opened['name']}> nested deeper than {MAX_DEPTH}")
@@ -172,49 +187,98 @@ def _skip_past(text: str, start: int, terminator: str) -> int:
     return len(text) if end < 0 else end + len(terminator)
 
 
-def _string_properties(schema: Mapping[str, Any]) -> frozenset[str]:
+def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return frozenset()
-    return frozenset(
-        key for key, sub in properties.items() if isinstance(sub, Mapping) and is_string_schema(sub)
-    )
+    return properties if isinstance(properties, Mapping) else {}
+
+
+class ValueLayout:
+    """A value's text as it streams, without its layout: the line break right after its
+    open tag, and the indentation before a close tag that starts its own line (with
+    `drop_final_line_break`, as Qwen3-Coder writes values, the line break before that close
+    tag too). Everything else is kept, so a one-line value is exact. Every piece `feed`
+    returns is final; what may still be layout is held until text follows it."""
+
+    __slots__ = ("_at_line_start", "_drop_final_line_break", "_held", "_started", "emitted")
+
+    def __init__(self, *, drop_final_line_break: bool = False) -> None:
+        self._drop_final_line_break = drop_final_line_break
+        self._started = False
+        self._held = ""
+        self._at_line_start = False
+        self.emitted = False  # some of the value was returned
+
+    def feed(self, text: str) -> str:
+        text = self._held + text
+        self._held = ""
+        if not self._started:
+            if text in ("", "\r"):  # `\r` may still become the line break `\r\n`
+                self._held = text
+                return ""
+            self._started = True
+            if text.startswith(("\n", "\r\n")):
+                text = text[text.index("\n") + 1 :]
+                self._at_line_start = True
+        kept = len(text.rstrip(" \t"))
+        line_start = text.endswith("\n", 0, kept) if kept else self._at_line_start
+        if line_start and self._drop_final_line_break and kept:
+            kept -= 2 if text.endswith("\r\n", 0, kept) else 1
+        if not line_start:
+            kept = len(text)
+        self._held = text[kept:]
+        out = text[:kept]
+        if out:
+            self._at_line_start = out.endswith("\n")
+            self.emitted = True
+        return out
+
+    def finish(self) -> str:
+        """The value ended: what is still held was layout, unless the value was only `\r`."""
+        held = self._held if not self._started else ""
+        self._held = ""
+        return held
+
+
+def layout_trimmed(text: str) -> str:
+    """`text` without its layout, as `ValueLayout` streams it."""
+    layout = ValueLayout()
+    return layout.feed(text) + layout.finish()
+
+
+def whole_cdata(raw: str) -> str | None:
+    """The text inside the CDATA sections that make up all of `raw` (whitespace around
+    them is layout), or None when text outside a section is part of the value."""
+    pieces = _CDATA_SECTION.split(raw)
+    if len(pieces) == 1 or any(pieces[index].strip() for index in range(0, len(pieces), 2)):
+        return None
+    return "".join(pieces[1::2])
 
 
 def _string_value(raw: str) -> str:
-    """A raw value with CDATA markers removed and layout whitespace trimmed."""
-    pieces = _CDATA_SECTION.split(raw)
-    if len(pieces) > 1:
-        pieces[0], pieces[-1] = pieces[0].lstrip(), pieces[-1].rstrip()
-        return "".join(pieces)
-    return _trim_layout(raw)
+    """A raw value without its layout, and without CDATA markers that wrap all of it."""
+    inside = whole_cdata(raw)
+    return inside if inside is not None else layout_trimmed(raw)
 
 
-def _trim_layout(text: str) -> str:
-    """Strip a one-line value; keep a multi-line one but its blank first line and last indent."""
-    core = text.strip()
-    if "\n" not in core:
-        return core
-    leading = text[: len(text) - len(text.lstrip())]
-    trailing = text[len(text.rstrip()) :]
-    kept_leading = leading[leading.find("\n") + 1 :]
-    kept_trailing = trailing[: trailing.rfind("\n") + 1] if "\n" in trailing else trailing
-    return kept_leading + core + kept_trailing
+_LXML_PARSER = etree.XMLParser(
+    recover=True, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False
+)
 
 
-def _parse_value(raw: str, parser: Any) -> Any:
-    """Convert a non-string argument's inner content through lxml."""
+def parse_xml_value(raw: str, schema: Any = None) -> Any:
+    """Convert a non-string argument's inner content through lxml; `schema` (the
+    argument's, if declared) tells which wrapped child lists are arrays."""
     repaired = _LXML_REPAIRS.sub(_repair, raw)
     document = f"<{_SYNTHETIC_ROOT}>{repaired}</{_SYNTHETIC_ROOT}>"
     try:
         # Lone surrogates can arrive from JSON-escaped model output; pass them through as
         # invalid bytes for libxml2 to recover from instead of failing the encode.
-        root = etree.fromstring(document.encode("utf-8", "surrogatepass"), parser)
+        root = etree.fromstring(document.encode("utf-8", "surrogatepass"), _LXML_PARSER)
     except (etree.LxmlError, ValueError) as error:
         raise RelaxedXMLError(f"unreadable XML: {error}") from error
     if root is None:
         raise RelaxedXMLError("unreadable XML")
-    return _element_value(root, depth=1, raw_inner=raw)
+    return _element_value(root, schema, depth=1, raw_inner=raw)
 
 
 def _repair(match: re.Match[str]) -> str:
@@ -226,23 +290,35 @@ def _repair(match: re.Match[str]) -> str:
     return "&amp;" if match["amp"] else "&lt;"
 
 
-def _element_value(element: Any, depth: int, raw_inner: str | None = None) -> Any:
-    """Text for a leaf, list for `<item>`s or numeric keys, dict otherwise."""
+def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None = None) -> Any:
+    """Text for a leaf, list for `<item>`s, numeric keys or a wrapper the schema calls an
+    array, dict otherwise."""
     if depth > MAX_DEPTH:
         raise RelaxedXMLError(f"arguments nested deeper than {MAX_DEPTH}")
     # Comments, processing instructions and entity references are not arguments.
     children = [child for child in element if isinstance(child.tag, str)]
     if not children:
-        return _trim_layout("".join(element.itertext()))
+        text = layout_trimmed("".join(element.itertext()))
+        return text if text.strip() else ""
     loose_text = [element.text or ""] + [node.tail or "" for node in element]
     if "".join(loose_text).strip():
         if raw_inner is not None:
             return _string_value(raw_inner)
         markup = (etree.tostring(node, encoding="unicode") for node in element)
-        return _trim_layout((element.text or "") + "".join(markup))
-    pairs = [(_key(child), _element_value(child, depth + 1)) for child in children]
+        return layout_trimmed((element.text or "") + "".join(markup))
+    schema = schema if isinstance(schema, Mapping) else {}
+    types = declared_types(schema)
+    is_array = "array" in types and "object" not in types
+    items, properties = schema.get("items"), _properties(schema)
+    pairs = [
+        (key, _element_value(child, items if is_array else properties.get(key), depth + 1))
+        for child in children
+        for key in (_key(child),)
+    ]
     if all(key == "item" for key, _ in pairs):
         return [_number_if_exact(value) for _, value in pairs]
+    if is_array and len({key for key, _ in pairs}) == 1:
+        return [value for _, value in pairs]
     grouped = _group_repeated(pairs)
     if set(grouped) == {str(index) for index in range(len(grouped))}:
         return [grouped[str(index)] for index in range(len(grouped))]
@@ -264,11 +340,13 @@ def _group_repeated(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _number_if_exact(value: Any) -> Any:
-    """`"3"` -> 3 and `"2.5"` -> 2.5, only when printing the number gives back the text."""
-    if not isinstance(value, str) or not _EXACT_NUMBER.fullmatch(value):
+    """`"3"` -> 3 and `"2.5"` -> 2.5, only when printing the number gives back the text
+    (whitespace around it aside)."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not _EXACT_NUMBER.fullmatch(text):
         return value
-    if "." in value:
-        number = float(value)
-        return number if repr(number) == value else value
-    integer = int(value)
-    return integer if str(integer) == value and abs(integer) <= MAX_SAFE_INTEGER else value
+    if "." in text:
+        number = float(text)
+        return number if repr(number) == text else value
+    integer = int(text)
+    return integer if str(integer) == text and abs(integer) <= MAX_SAFE_INTEGER else value

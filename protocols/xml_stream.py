@@ -1,5 +1,5 @@
 """Morph-XML arguments as they stream: canonical JSON fragments of a call's arguments,
-read from its body as it arrives, with the layout trim RXML applies at the end."""
+read from its body as it arrives, with the layout rule RXML applies at the end."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from .coerce import coerce_by_schema, declared_types, is_string_schema
 from .json_stream import canonical_string
-from .relaxed_xml import RelaxedXMLError, parse_xml_arguments
+from .relaxed_xml import RelaxedXMLError, ValueLayout, parse_xml_value
 from .streaming import partial_token_start, unclosed_tag_start
 
 # Attributes models put on a tool's tag (`<search id="1">`) are short; a `<name` followed by
@@ -25,10 +25,11 @@ _FINAL_AT_CLOSE = frozenset({"integer", "number", "boolean", "null", "object"})
 
 class XmlArgumentStream:
     """Canonical JSON fragments of a Morph-XML call's arguments, as its body streams in:
-    a string argument's text (CDATA sections included) as it arrives, a scalar or object
-    once its tag closes. Anything it cannot be sure of (a repeated tag, an array, markup
-    inside a non-string value) stops it; the call's arguments are then completed from the
-    final parse."""
+    a string argument's text as it arrives, a scalar or object once its tag closes. A
+    string that begins with a CDATA section is taken to be wrapped whole by CDATA (markers
+    dropped); text after its last section stops the stream. Anything it cannot be sure of
+    (a repeated tag, an array, markup inside a non-string value) stops it; the call's
+    arguments are then completed from the final parse."""
 
     def __init__(self, schema: Mapping[str, Any], tool_name: str) -> None:
         self._tool_name = tool_name
@@ -40,9 +41,16 @@ class XmlArgumentStream:
         self._seen: set[str] = set()
         self._key: str | None = None
         self._depth = 0
-        self._text: _LayoutTrim | None = None  # set while a string argument streams
+        self._text: ValueLayout | None = None  # set while a string argument streams
         self._in_cdata = False
+        self._whole_cdata = False  # the string argument is CDATA sections alone, so far
+        # A string argument's leading whitespace, held until it shows whether CDATA wraps
+        # the value (then it is layout) or text follows (then the layout rule decides).
+        self._blank_head: str | None = None
         self._raw: list[str] = []
+        # Each non-string argument's raw inner text and the value it parsed to, so the final
+        # parse need not parse it again.
+        self.parsed_values: dict[str, Any] = {}
 
     @property
     def name(self) -> str | None:
@@ -67,7 +75,13 @@ class XmlArgumentStream:
                     self.healthy = False  # a comment, or CDATA in a non-string value
                     break
                 self._content(text[position:markup], out)
-                out.append(canonical_string(self._text.enter_cdata()))
+                if self._blank_head is not None:
+                    self._whole_cdata, self._blank_head = True, None
+                elif self._whole_cdata:
+                    self.healthy = False  # text between sections: the markers are text
+                    break
+                else:
+                    self._content(CDATA_START, out)
                 self._in_cdata = True
                 position = markup + len(CDATA_START)
                 continue
@@ -82,22 +96,38 @@ class XmlArgumentStream:
         return out
 
     def _cdata(self, text: str, position: int, out: list[str]) -> int:
-        """Send a CDATA section's text as it is; returns where reading goes on."""
+        """Send a CDATA section's text (as it is when sections wrap the value, else with its
+        markers, as value text); returns where reading goes on."""
         end = text.find(CDATA_END, position)
         if end == -1:
             safe = position + partial_token_start(text[position:], (CDATA_END,))
-            out.append(canonical_string(text[position:safe]))
+            self._cdata_text(text[position:safe], out)
             self._pending = text[safe:]
             return len(text)
-        out.append(canonical_string(text[position:end]))
+        self._cdata_text(text[position:end], out)
+        if not self._whole_cdata:
+            self._content(CDATA_END, out)
         self._in_cdata = False
         return end + len(CDATA_END)
 
+    def _cdata_text(self, text: str, out: list[str]) -> None:
+        if self._whole_cdata:
+            out.append(canonical_string(text))
+        else:
+            self._content(text, out)
+
     def _content(self, text: str, out: list[str]) -> None:
-        if self._text is not None:
+        if self._text is None:
+            if self._key is not None:
+                self._raw.append(text)
+        elif self._blank_head is not None and not text.strip():
+            self._blank_head += text
+        elif not self._whole_cdata:
+            if self._blank_head is not None:
+                text, self._blank_head = self._blank_head + text, None
             out.append(canonical_string(self._text.feed(text)))
-        elif self._key is not None:
-            self._raw.append(text)
+        elif text.strip():
+            self.healthy = False  # text after the sections: the markers are part of the value
 
     def _tag(self, tag: re.Match[str], out: list[str]) -> None:
         closing, name, self_closing = tag.group(1), tag.group(2), tag.group(3)
@@ -126,7 +156,7 @@ class XmlArgumentStream:
         self.started = True
         self._key, self._depth, self._raw = key, 1, [tag]
         if is_string:
-            self._text = _LayoutTrim()
+            self._text, self._whole_cdata, self._blank_head = ValueLayout(), False, ""
             out.append('"')
         if self_closing:
             self._close(out)
@@ -134,80 +164,17 @@ class XmlArgumentStream:
     def _close(self, out: list[str]) -> None:
         key, self._key = self._key or "", None
         if self._text is not None:
-            out.append(canonical_string(self._text.finish()) + '"')
+            rest = "" if self._whole_cdata else self._text.feed(self._blank_head or "")
+            rest += "" if self._whole_cdata else self._text.finish()
+            out.append(canonical_string(rest) + '"')
             self._text = None
             return
-        element = "".join(self._raw) + f"</{key}>"
+        inner = "".join(self._raw[1:])
         schema = self._properties[key]
         try:
-            value = parse_xml_arguments(element, {"properties": {key: schema}})[key]
-        except (RelaxedXMLError, KeyError):
+            value = parse_xml_value(inner, schema)
+        except RelaxedXMLError:
             self.healthy = False
             return
+        self.parsed_values[inner] = value
         out.append(json.dumps(coerce_by_schema(value, schema), ensure_ascii=False))
-
-
-class _LayoutTrim:
-    """Streams a string argument's text with the layout trim `parse_xml_arguments` applies
-    at the end: a one-line value is stripped; a multi-line one loses a blank first line and
-    the indentation after its last line break. So the first line is held until a line break
-    shows the value is multi-line, and trailing whitespace until text follows it."""
-
-    def __init__(self) -> None:
-        self._cdata_seen = False
-        self._head: list[str] | None = []  # the first line(s), while undecided
-        self._head_has_text = False
-        self._head_broken = False  # a line break followed the first text
-        self._whitespace = ""
-
-    def feed(self, text: str) -> str:
-        if self._head is not None:
-            self._head.append(text)
-            if not self._shows_multiline(text):
-                return ""
-            head = "".join(self._head)
-            self._head = None
-            core = head.lstrip()
-            leading = head[: len(head) - len(core)]
-            text = leading[leading.find("\n") + 1 :] + core
-        body = text.rstrip()
-        if not body:
-            self._whitespace += text
-            return ""
-        out = self._whitespace + body
-        self._whitespace = text[len(body) :]
-        return out
-
-    def _shows_multiline(self, text: str) -> bool:
-        """Whether text now follows a line break that followed the first text."""
-        if not self._head_has_text:
-            text = text.lstrip()
-            if not text:
-                return False
-            self._head_has_text = True
-        if self._head_broken:
-            return bool(text.strip())
-        line_break = text.find("\n")
-        if line_break == -1:
-            return False
-        self._head_broken = True
-        return bool(text[line_break + 1 :].strip())
-
-    def enter_cdata(self) -> str:
-        """A CDATA section begins. From here on the value is kept as written, except the
-        whitespace before its first and after its last section: what was held is due."""
-        self._cdata_seen = True
-        if self._head is not None:
-            held, self._head = "".join(self._head).lstrip(), None
-        else:
-            held = self._whitespace
-        self._whitespace = ""
-        return held
-
-    def finish(self) -> str:
-        if self._cdata_seen:
-            return ""
-        if self._head is not None:
-            return "".join(self._head).strip()
-        trailing = self._whitespace
-        return trailing[: trailing.rfind("\n") + 1] if "\n" in trailing else trailing

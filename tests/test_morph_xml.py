@@ -166,7 +166,19 @@ def test_values_are_coerced_by_the_schema(
             id="nested-tool-tags-balanced",
         ),
         pytest.param("x <!-- note --> y", "x <!-- note --> y", id="comment-kept"),
-        pytest.param("  one line  ", "one line", id="one-line-stripped"),
+        pytest.param("  one line  ", "  one line  ", id="one-line-exact"),
+        pytest.param("    return a - b;", "    return a - b;", id="one-line-indentation-kept"),
+        pytest.param("\nline\n", "line\n", id="file-keeps-final-newline"),
+        pytest.param("\r\nline\r\n  ", "line\r\n", id="crlf-layout"),
+        pytest.param("\n", "", id="only-a-line-break"),
+        pytest.param(
+            "<svg><style><![CDATA[a > b {}]]></style></svg>",
+            "<svg><style><![CDATA[a > b {}]]></style></svg>",
+            id="inner-cdata-section-kept",
+        ),
+        pytest.param(
+            "<![CDATA[a]]]]><![CDATA[>b]]>", "a]]>b", id="adjacent-sections-wrap-the-value"
+        ),
         pytest.param(
             "\n    first\n    second\n  ", "    first\n    second\n", id="multi-line-layout-trimmed"
         ),
@@ -178,7 +190,11 @@ def test_values_are_coerced_by_the_schema(
             "</content></write_file>",
             id="cdata-holding-closing-tags",
         ),
-        pytest.param("<![CDATA[a]]> and <![CDATA[b]]>", "a and b", id="two-cdata-sections"),
+        pytest.param(
+            "x <![CDATA[a]]> and <![CDATA[b]]>",
+            "x <![CDATA[a]]> and <![CDATA[b]]>",
+            id="sections-inside-text-kept",
+        ),
     ],
 )
 @pytest.mark.parametrize("mode", MODES)

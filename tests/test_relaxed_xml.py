@@ -36,7 +36,7 @@ WRITE_FILE_SCHEMA: dict[str, Any] = {
             'if a < b && c > d: print("<div>&amp;")',
         ),
         ("<code><![CDATA[x < y </code> ]]></code>", "x < y </code> "),
-        ("<code>a <![CDATA[<b>]]> c <![CDATA[&d;]]></code>", "a <b> c &d;"),
+        ("<code>a <![CDATA[<b>]]> c <![CDATA[&d;]]></code>", "a <![CDATA[<b>]]> c <![CDATA[&d;]]>"),
         ("<code><![CDATA[unterminated </code>", "unterminated </code>"),
         ("<content>a <content>b</content> c</content>", "a <content>b</content> c"),
         ("<content><!-- kept --><p class='x'>hi</content>", "<!-- kept --><p class='x'>hi"),
@@ -52,8 +52,9 @@ def test_string_property_keeps_raw_inner_text(body: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("  src/a.py  ", "src/a.py"),
-        ("\n  src/a.py\n", "src/a.py"),
+        ("  src/a.py  ", "  src/a.py  "),
+        ("    return a - b;", "    return a - b;"),
+        ("\n  src/a.py\n", "  src/a.py\n"),
         ("\ndef f():\n    pass\n", "def f():\n    pass\n"),
         ("def f():\n    pass", "def f():\n    pass"),
         ("\n    indented\n    block\n  ", "    indented\n    block\n"),
@@ -119,7 +120,8 @@ def test_keys_follow_document_order_across_string_and_xml_values() -> None:
     ("body", "expected"),
     [
         ("<limit>20</limit>", {"limit": "20"}),
-        ("<limit>\n  20\n</limit>", {"limit": "20"}),
+        ("<limit>\n  20\n</limit>", {"limit": "  20\n"}),
+        ("<limit>\n  \n</limit>", {"limit": ""}),
         ("<q>a &amp; b &lt; c</q>", {"q": "a & b < c"}),
         ("<q>ls && echo 'a < b'</q>", {"q": "ls && echo 'a < b'"}),
         ("<q>&unknown; stays</q>", {"q": "&unknown; stays"}),
