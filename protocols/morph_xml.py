@@ -360,6 +360,9 @@ class _MorphCall(CallScanner):
             return children
         properties = self._tool.parameters.get("properties")
         declared = properties if isinstance(properties, Mapping) else {}
+        twice = [key for key in children if key in self._attributes]
+        if twice:
+            raise DuplicateStringTagError(f"{twice} given both as attribute and as element")
         stray = [key for key in children if key not in declared]
         if stray:
             self._ctx.error(

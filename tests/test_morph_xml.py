@@ -7,9 +7,28 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from parser_harness import CHUNKINGS, MODES, Chunks, check_contract, fragments, offsets, run
+from parser_harness import (
+    CHUNKINGS,
+    MODES,
+    STRING,
+    TOOLS,
+    Chunks,
+    check_contract,
+    fragments,
+    offsets,
+    run,
+)
 
-from protocols import ArgumentsMode, ErrorKind, ToolCallStart
+from protocols import (
+    ArgumentsMode,
+    ErrorKind,
+    ParseError,
+    TextDelta,
+    ToolCall,
+    ToolCallStart,
+    ToolSpec,
+    get_protocol,
+)
 
 MORPH_XML = "morph-xml"
 PARIS = {"city": "Paris"}
@@ -335,3 +354,196 @@ def test_cdata_string_argument_streams_before_its_section_ends() -> None:
     assert "".join(batches) == call.arguments
     assert result.errors == []
     check_contract(result)
+
+
+def _decided_alike(source: str) -> tuple[str, Calls, list[ErrorKind]]:
+    """What `protocol.parse` makes of `source`, after checking that the stream parser, in
+    both modes and several chunkings, makes the same of it."""
+    errors: list[ParseError] = []
+    parts = get_protocol(MORPH_XML).parse(source, TOOLS, on_error=errors.append)
+    text = "".join(part.text for part in parts if isinstance(part, TextDelta))
+    calls = [(part.name, part.input) for part in parts if isinstance(part, ToolCall)]
+    kinds = [error.kind for error in errors]
+    for mode in MODES:
+        for chunks in (None, 1, 3, 7):
+            result = run(MORPH_XML, source, chunks=chunks, mode=mode)
+            assert (result.text, result.call_values, result.error_kinds) == (text, calls, kinds)
+            check_contract(result)
+    return text, calls, kinds
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("Use `<read_file>` to read a file.", id="in-backticks"),
+        pytest.param("Run `<get_time/>` for the time.", id="self-closing-in-backticks"),
+        pytest.param(
+            "Like `<read_file><path>a.py</path></read_file>`, say.", id="whole-call-in-backticks"
+        ),
+        pytest.param("The <read_file> tool reads a file.", id="prose-after-the-tag"),
+        pytest.param("Call <read_file>  with a path.\nThen stop.", id="prose-after-blanks"),
+        pytest.param("Ends with `<read_file>`", id="backtick-at-the-end"),
+    ],
+)
+def test_a_tool_tag_mentioned_in_prose_is_text(source: str) -> None:
+    assert _decided_alike(source) == (source, [], [])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param("Reading.\n<read_file>\n<path>a.py</path>\n</read_file>", id="line-break"),
+        pytest.param("<read_file>  \n  <path>a.py</path></read_file>", id="blanks-line-break"),
+        pytest.param("Now <read_file><path>a.py</path></read_file>", id="parameter-tag"),
+        pytest.param("Now <read_file> <path>a.py</path></read_file>", id="space-parameter-tag"),
+    ],
+)
+def test_a_tool_tag_followed_by_a_line_break_or_a_tag_is_a_call(source: str) -> None:
+    _, calls, kinds = _decided_alike(source)
+    assert calls == [("read_file", {"path": "a.py"})]
+    assert kinds == []
+
+
+def test_the_decision_waits_for_the_first_non_blank_character() -> None:
+    pieces = ["Now <read_file>", "   ", "<path>a.py</path></read_file>"]
+    result = run(MORPH_XML, "".join(pieces), chunks=offsets(pieces))
+    released = [
+        "".join(part.text for part in batch if isinstance(part, TextDelta))
+        for batch in result.batches
+    ]
+    assert released[:2] == ["Now ", ""]  # neither the tag nor the blanks were sent as text
+    assert result.call_values == [("read_file", {"path": "a.py"})]
+
+
+@pytest.mark.parametrize(
+    ("source", "calls", "kinds"),
+    [
+        pytest.param(
+            '<write_file path="a.txt" content="Hello, world!"/>',
+            [("write_file", {"path": "a.txt", "content": "Hello, world!"})],
+            [],
+            id="self-closing",
+        ),
+        pytest.param(
+            "<search query='rust borrow checker' limit=\"3\"></search>",
+            [("search", {"query": "rust borrow checker", "limit": 3})],
+            [],
+            id="coerced-by-schema",
+        ),
+        pytest.param(
+            '<search query="a &amp; b &quot;c&quot; > d" limit="3">\n</search>',
+            [("search", {"query": 'a & b "c" > d', "limit": 3})],
+            [],
+            id="entities-and-gt-in-a-value",
+        ),
+        pytest.param(
+            '<search query="x" limit="3">\n<item>one</item>\n<item>two</item>\n</search>',
+            [("search", {"query": "x", "limit": 3})],
+            [ErrorKind.MALFORMED_XML],
+            id="undeclared-children-dropped-with-an-error",
+        ),
+        pytest.param(
+            '<search query="x"><limit>4</limit></search>',
+            [("search", {"query": "x", "limit": 4})],
+            [],
+            id="attribute-and-declared-child",
+        ),
+        pytest.param(
+            '<search id="7" ><query>x</query></search>',
+            [("search", {"query": "x"})],
+            [],
+            id="undeclared-attribute-ignored",
+        ),
+    ],
+)
+def test_attributes_naming_declared_parameters_are_arguments(
+    source: str, calls: Calls, kinds: list[ErrorKind]
+) -> None:
+    assert _decided_alike(source) == ("", calls, kinds)
+
+
+def test_a_parameter_given_as_attribute_and_as_element_is_text_with_an_error() -> None:
+    source = '<search query="x"><query>y</query></search>'
+    assert _decided_alike(source) == (source, [], [ErrorKind.DUPLICATE_STRING_TAG])
+
+
+def test_long_attribute_arguments_are_held_until_the_tag_ends() -> None:
+    content = "<p>" + "x > y " * 200 + "</p>"
+    source = f'Writing.\n<write_file path="a.html" content="{content}"/>'
+    assert _decided_alike(source) == (
+        "Writing.\n",
+        [("write_file", {"path": "a.html", "content": content})],
+        [],
+    )
+
+
+FOLLOW_UP = ToolSpec(
+    "ask",
+    "Ask the user.",
+    {
+        "type": "object",
+        "properties": {
+            "question": STRING,
+            "follow_up": {"type": "array", "items": STRING},
+            "sizes": {"type": "array", "items": {"type": "integer"}},
+        },
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        pytest.param(
+            "<follow_up><suggest>A</suggest><suggest>B</suggest></follow_up>",
+            {"follow_up": ["A", "B"]},
+            id="wrapped-strings",
+        ),
+        pytest.param(
+            "<follow_up>\n  <suggest>  A  </suggest>\n</follow_up>",
+            {"follow_up": ["  A  "]},
+            id="one-wrapped-item-exact",
+        ),
+        pytest.param("<sizes><n>1</n><n>2</n></sizes>", {"sizes": [1, 2]}, id="wrapped-integers"),
+        pytest.param(
+            "<follow_up><item>A</item><item>B</item></follow_up>",
+            {"follow_up": ["A", "B"]},
+            id="items-as-before",
+        ),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_an_array_written_with_a_wrapper_is_a_list(
+    body: str, arguments: dict[str, Any], mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, f"<ask>{body}</ask>", chunks=chunks, mode=mode, tools=[FOLLOW_UP])
+    assert result.call_values == [("ask", arguments)]
+    assert result.errors == []
+    check_contract(result)
+
+
+@pytest.mark.parametrize(
+    ("raw", "content"),
+    [
+        pytest.param("    return a - b;", "    return a - b;", id="one-line-indented"),
+        pytest.param("\nline\n", "line\n", id="file-final-newline"),
+        pytest.param("\n\nblank first line\n", "\nblank first line\n", id="one-break-only"),
+        pytest.param(
+            "\n<svg><style><![CDATA[.a { fill: red }]]></style></svg>\n",
+            "<svg><style><![CDATA[.a { fill: red }]]></style></svg>\n",
+            id="svg-keeps-its-cdata",
+        ),
+        pytest.param("\n  <![CDATA[ x ]]>\n  ", " x ", id="whole-cdata-unwrapped"),
+    ],
+)
+def test_values_keep_their_bytes_in_every_mode(raw: str, content: str) -> None:
+    source = f"<write_file>\n<path>a</path>\n<content>{raw}</content>\n</write_file>"
+    assert _decided_alike(source) == ("", [("write_file", {"path": "a", "content": content})], [])
+
+
+def test_the_prompt_states_the_layout_rules() -> None:
+    prompt = get_protocol(MORPH_XML).render_tools(list(TOOLS))
+    assert "every character between the tags is kept" in prompt
+    assert "indentation before a close tag on its own line" in prompt
+    assert "not as an attribute" in prompt
