@@ -225,6 +225,8 @@ class ValueLayout:
             kept -= 2 if text.endswith("\r\n", 0, kept) else 1
         if not line_start:
             kept = len(text)
+            if self._drop_final_line_break and text.endswith("\r"):
+                kept -= 1  # it may begin the final line break `\r\n`
         self._held = text[kept:]
         out = text[:kept]
         if out:
@@ -233,8 +235,9 @@ class ValueLayout:
         return out
 
     def finish(self) -> str:
-        """The value ended: what is still held was layout, unless the value was only `\r`."""
-        held = self._held if not self._started else ""
+        """The value ended: what is still held was layout, unless it is a `\r` that no
+        `\n` followed."""
+        held = self._held if self._held.endswith("\r") else ""
         self._held = ""
         return held
 

@@ -389,3 +389,28 @@ def test_render_call_writes_the_format_qwen_models_are_trained_on() -> None:
 def test_render_result_is_a_tool_response_block_naming_the_call_first() -> None:
     text = get_protocol(QWEN).render_result("get_weather", "call_1", "sunny\n20 C")
     assert text == "<tool_response>\nResult of get_weather (call_1):\nsunny\n20 C\n</tool_response>"
+
+
+@pytest.mark.parametrize(
+    ("value_text", "content"),
+    [
+        pytest.param("    return a - b;", "    return a - b;", id="one-line-indentation-kept"),
+        pytest.param("\n    return a - b;\n  ", "    return a - b;", id="close-tag-indent-dropped"),
+        pytest.param("\nline\n\n", "line\n", id="file-keeps-final-newline"),
+        pytest.param("\r\nline\r\n", "line", id="crlf-layout"),
+        pytest.param("\n  \n", "  ", id="blank-line-kept"),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_only_layout_goes_around_a_value(
+    value_text: str, content: str, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    source = (
+        "<tool_call>\n<function=write_file>\n<parameter=path>a</parameter>\n"
+        f"<parameter=content>{value_text}</parameter>\n</function>\n</tool_call>"
+    )
+    result = run(QWEN, source, chunks=chunks, mode=mode)
+    assert result.call_values == [("write_file", {"path": "a", "content": content})]
+    assert result.errors == []
+    check_contract(result)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.relaxed_xml import (
@@ -13,6 +14,7 @@ from protocols.relaxed_xml import (
     MAX_DEPTH,
     DuplicateStringTagError,
     RelaxedXMLError,
+    ValueLayout,
     parse_xml_arguments,
 )
 
@@ -268,3 +270,23 @@ def test_only_relaxed_xml_error_escapes_on_arbitrary_bodies(body: str, with_sche
 def test_string_property_without_markup_or_edge_whitespace_is_byte_exact(content: str) -> None:
     body = f"<path>a.py</path><content>{content}</content>"
     assert parse_xml_arguments(body, WRITE_FILE_SCHEMA)["content"] == content
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("ab \t\r\n"), max_size=24),
+    cuts=st.lists(st.integers(min_value=0, max_value=24), max_size=6),
+    drop_final_line_break=st.booleans(),
+)
+def test_value_layout_streams_what_it_gives_for_the_whole_text(
+    text: str, cuts: list[int], drop_final_line_break: bool
+) -> None:
+    def laid_out(pieces: list[str]) -> str:
+        layout = ValueLayout(drop_final_line_break=drop_final_line_break)
+        return "".join(layout.feed(piece) for piece in pieces) + layout.finish()
+
+    bounds = [0, *sorted(cut for cut in cuts if cut <= len(text)), len(text)]
+    pieces = [text[start:end] for start, end in itertools.pairwise(bounds)]
+    assert laid_out(pieces) == laid_out([text])
+    if "\n" not in text:
+        assert laid_out([text]) == text  # a one-line value is exact
