@@ -88,9 +88,38 @@ def hostile_outputs(protocol: str) -> dict[str, str]:
     }
 
 
-def longest_stall(protocol: str, text: str, step: int) -> float:
+# Declares object and array arguments, which the XML protocols parse as nested elements.
+OBJECT_TOOL = ToolSpec(
+    "put",
+    "Store data",
+    {
+        "type": "object",
+        "properties": {"data": {"type": "object"}, "items": {"type": "array"}},
+    },
+)
+
+
+def hostile_structures() -> dict[str, tuple[str, str]]:
+    """Nested arguments that are costly to read, ~100 KB each: label -> (protocol, text),
+    called with OBJECT_TOOL."""
+    size = STALL_INPUT_CHARS
+    distinct_tags = "".join(f"<t{i}>v</t{i}>" for i in range(size // 17))
+    children = "<b>1</b>" * (size // 8)
+    members = {f"key{i}": f"value {i}" for i in range(size // 22)}
+    qwen = get_protocol("qwen3-coder")
+    xml_parameter = "<tool_call>\n<function=put>\n<parameter=data>\n%s\n</parameter>\n</function>"
+    return {
+        "distinct child tags": ("morph-xml", f"<put><data>{distinct_tags}</data></put>"),
+        "distinct argument tags": ("morph-xml", f"<put>{distinct_tags}</put>"),
+        "object of many children": ("morph-xml", f"<put><data>{children}</data></put>"),
+        "object parameter": ("qwen3-coder", qwen.render_call("put", {"data": members})),
+        "XML in object parameter": ("qwen3-coder", xml_parameter % children),
+    }
+
+
+def longest_stall(protocol: str, text: str, step: int, tools: list[ToolSpec] = TOOLS) -> float:
     """Seconds of the longest single feed or finish over `text` in `step`-character deltas."""
-    parser = get_protocol(protocol).stream_parser(TOOLS)
+    parser = get_protocol(protocol).stream_parser(tools)
     longest = 0.0
     for i in range(0, len(text), step):
         started = time.perf_counter()
@@ -110,6 +139,11 @@ def stall_report() -> None:
             per_100kb = stall * 1000 / (len(text) / 100_000)
             verdict = "ok" if per_100kb <= STALL_BUDGET_MS_PER_100KB else "OVER"
             print(f"{protocol:<10} {label:<24} {per_100kb:>8.1f} ms  {verdict}")
+    for label, (protocol, text) in hostile_structures().items():
+        stall = max(longest_stall(protocol, text, step, [OBJECT_TOOL]) for step in (len(text), 16))
+        per_100kb = stall * 1000 / (len(text) / 100_000)
+        verdict = "ok" if per_100kb <= STALL_BUDGET_MS_PER_100KB else "OVER"
+        print(f"{protocol:<10} {label:<24} {per_100kb:>8.1f} ms  {verdict}")
 
 
 def main() -> None:

@@ -244,6 +244,8 @@ class ValueLayout:
 
 def layout_trimmed(text: str) -> str:
     """`text` without its layout, as `ValueLayout` streams it."""
+    if "\n" not in text and text != "\r":
+        return text  # one line: nothing is layout (the common case, kept cheap)
     layout = ValueLayout()
     return layout.feed(text) + layout.finish()
 
@@ -271,6 +273,8 @@ _LXML_PARSER = etree.XMLParser(
 def parse_xml_value(raw: str, schema: Any = None) -> Any:
     """Convert a non-string argument's inner content through lxml; `schema` (the
     argument's, if declared) tells which wrapped child lists are arrays."""
+    if "<" not in raw and "&" not in raw:
+        return _leaf_text(raw)  # no markup: what lxml would give, without its cost
     repaired = _LXML_REPAIRS.sub(_repair, raw)
     document = f"<{_SYNTHETIC_ROOT}>{repaired}</{_SYNTHETIC_ROOT}>"
     try:
@@ -301,8 +305,7 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
     # Comments, processing instructions and entity references are not arguments.
     children = [child for child in element if isinstance(child.tag, str)]
     if not children:
-        text = layout_trimmed("".join(element.itertext()))
-        return text if text.strip() else ""
+        return _leaf_text(element.text or "" if len(element) == 0 else "".join(element.itertext()))
     loose_text = [element.text or ""] + [node.tail or "" for node in element]
     if "".join(loose_text).strip():
         if raw_inner is not None:
@@ -314,7 +317,13 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
     is_array = "array" in types and "object" not in types
     items, properties = schema.get("items"), _properties(schema)
     pairs = [
-        (key, _element_value(child, items if is_array else properties.get(key), depth + 1))
+        (
+            key,
+            # A leaf inline: objects of many thousand members are parsed in one go.
+            _leaf_text(child.text or "")
+            if len(child) == 0 and depth < MAX_DEPTH
+            else _element_value(child, items if is_array else properties.get(key), depth + 1),
+        )
         for child in children
         for key in (_key(child),)
     ]
@@ -326,6 +335,11 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
     if set(grouped) == {str(index) for index in range(len(grouped))}:
         return [grouped[str(index)] for index in range(len(grouped))]
     return grouped
+
+
+def _leaf_text(text: str) -> str:
+    """A non-string leaf's text: the layout rule, and whitespace alone is empty."""
+    return layout_trimmed(text) if text.strip() else ""
 
 
 def _key(element: Any) -> str:

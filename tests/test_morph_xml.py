@@ -4,9 +4,11 @@ trim, CDATA, cut-off calls, and arguments streamed while a call is still being w
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from lxml import etree
 from parser_harness import (
     CHUNKINGS,
     MODES,
@@ -547,3 +549,36 @@ def test_the_prompt_states_the_layout_rules() -> None:
     assert "every character between the tags is kept" in prompt
     assert "indentation before a close tag on its own line" in prompt
     assert "not as an attribute" in prompt
+
+
+def test_distinct_tag_names_compile_no_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: list[str] = []
+    compile_pattern = re.compile
+
+    def counting_compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
+        compiled.append(pattern)
+        return compile_pattern(pattern, flags)
+
+    parser = get_protocol(MORPH_XML).stream_parser(TOOLS)
+    monkeypatch.setattr(re, "compile", counting_compile)
+    body = "".join(f"<tag{i}>v</tag{i}>" for i in range(300))
+    parts = parser.feed(f"<configure><options>{body}</options>{body}</configure>")
+    parts += parser.finish()
+    [call] = [part for part in parts if isinstance(part, ToolCall)]
+    assert call.input["options"]["tag299"] == "v"
+    assert len(compiled) <= 1, compiled  # at most the called tool's body pattern, once
+
+
+def test_an_object_argument_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[bytes] = []
+    parse_document = etree.fromstring
+
+    def counting_parse(text: bytes, parser: Any = None) -> Any:
+        parsed.append(text)
+        return parse_document(text, parser)
+
+    monkeypatch.setattr(etree, "fromstring", counting_parse)
+    source = "<configure><options><depth>2</depth><mode>fast</mode></options></configure>"
+    result = run(MORPH_XML, source, chunks=4)
+    assert result.call_values == [("configure", {"options": {"depth": 2, "mode": "fast"}})]
+    assert len(parsed) == 1
