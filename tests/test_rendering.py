@@ -9,11 +9,12 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from parser_harness import MODES, PROTOCOL_NAMES, TOOLS, protocol_of, run
 
 from protocols import ArgumentsMode, ToolCall, ToolSpec, get_protocol
+from protocols.qwen_coder import FUNCTION_END, PARAMETER_END, PARAMETER_START
 
 ONE_CALL_ONLY = re.compile(r"\b(at most|only|exactly) one\b|\ba single\b", re.IGNORECASE)
 
@@ -113,6 +114,9 @@ def test_rendered_call_parses_back_to_the_same_arguments(
 @settings(max_examples=150, deadline=None)
 @given(content=st.text(max_size=60), protocol=st.sampled_from(PROTOCOL_NAMES))
 def test_any_rendered_string_argument_parses_back(content: str, protocol: str) -> None:
+    # The documented qwen3-coder limit: values are never escaped, so they cannot hold these.
+    qwen_tags = (PARAMETER_END, PARAMETER_START, FUNCTION_END)
+    assume(protocol != "qwen3-coder" or not any(tag in content for tag in qwen_tags))
     _assert_round_trip(protocol, "write_file", {"path": "p", "content": content})
 
 
