@@ -3,6 +3,7 @@ read from its body as it arrives, with the layout rule RXML applies at the end."
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -19,8 +20,18 @@ MAX_OPEN_TAG_CHARS = 256
 CDATA_START, CDATA_END = "<![CDATA[", "]]>"
 
 _ARGUMENT_TAG = re.compile(r"<(/?)([^\W\d][\w.:-]*)(?:\s[^<>]*)?(/?)>")
+# Patterns for parameter names kept compiled: the parameters of the tools in use fit many
+# times over.
+MAX_CACHED_PATTERNS = 1024
 # Scalars are final once their tag closes; arrays may still grow by a repeated tag.
 _FINAL_AT_CLOSE = frozenset({"integer", "number", "boolean", "null", "object"})
+
+
+@functools.lru_cache(maxsize=MAX_CACHED_PATTERNS)
+def _same_name_tags(key: str) -> re.Pattern[str]:
+    """`_ARGUMENT_TAG` for one name (its groups alike). Only declared parameter names get
+    here, so the cache holds the parameters of the tools in use."""
+    return re.compile(rf"<(/?)({re.escape(key)})(?:\s[^<>]*)?(/?)>")
 
 
 class XmlArgumentStream:
@@ -67,7 +78,10 @@ class XmlArgumentStream:
                 if self._in_cdata:
                     break
                 continue
-            found = _ARGUMENT_TAG.search(text, position)
+            # Inside an argument only its own name's tags matter (they nest); skipping the
+            # rest at C speed keeps markup-heavy values (HTML, nested objects) cheap.
+            tags = _ARGUMENT_TAG if self._key is None else _same_name_tags(self._key)
+            found = tags.search(text, position)
             end = found.start() if found else len(text)
             markup = text.find("<!", position, end) if self._key is not None else -1
             if markup != -1:
