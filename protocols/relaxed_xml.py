@@ -195,8 +195,8 @@ def _properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 class ValueLayout:
     """A value's text as it streams, without its layout: the line break right after its
     open tag, and the indentation before a close tag that starts its own line (with
-    `drop_final_line_break`, as Qwen3-Coder writes values, the line break before that close
-    tag too). Everything else is kept, so a one-line value is exact. Every piece `feed`
+    `drop_final_line_break`, as Qwen3-Coder writes values, the `\n` before that close tag
+    too). Everything else is kept, so a one-line value is exact. Every piece `feed`
     returns is final; what may still be layout is held until text follows it."""
 
     __slots__ = ("_at_line_start", "_drop_final_line_break", "_held", "_started", "emitted")
@@ -222,11 +222,9 @@ class ValueLayout:
         kept = len(text.rstrip(" \t"))
         line_start = text.endswith("\n", 0, kept) if kept else self._at_line_start
         if line_start and self._drop_final_line_break and kept:
-            kept -= 2 if text.endswith("\r\n", 0, kept) else 1
+            kept -= 1  # the `\n` alone, as Qwen's own parser: a `\r` before it is the value's
         if not line_start:
             kept = len(text)
-            if self._drop_final_line_break and text.endswith("\r"):
-                kept -= 1  # it may begin the final line break `\r\n`
         self._held = text[kept:]
         out = text[:kept]
         if out:
@@ -235,9 +233,8 @@ class ValueLayout:
         return out
 
     def finish(self) -> str:
-        """The value ended: what is still held was layout, unless it is a `\r` that no
-        `\n` followed."""
-        held = self._held if self._held.endswith("\r") else ""
+        """The value ended: what is still held was layout, unless the value was only `\r`."""
+        held = self._held if not self._started else ""
         self._held = ""
         return held
 

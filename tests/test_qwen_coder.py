@@ -397,7 +397,8 @@ def test_render_result_is_a_tool_response_block_naming_the_call_first() -> None:
         pytest.param("    return a - b;", "    return a - b;", id="one-line-indentation-kept"),
         pytest.param("\n    return a - b;\n  ", "    return a - b;", id="close-tag-indent-dropped"),
         pytest.param("\nline\n\n", "line\n", id="file-keeps-final-newline"),
-        pytest.param("\r\nline\r\n", "line", id="crlf-layout"),
+        pytest.param("\r\nline\r\n", "line\r", id="crlf-only-its-newline-is-layout"),
+        pytest.param("\n\r\n", "\r", id="carriage-return-value"),
         pytest.param("\n  \n", "  ", id="blank-line-kept"),
     ],
 )
