@@ -286,6 +286,7 @@ def off_protocol_shapes(text: str, tool: str) -> list[str]:
         "json-name-parameters": rf'"name"\s*:\s*"{name}"\s*,\s*"parameters"',
         "json-other-keys": rf'"(?:name|tool|function|tool_name)"\s*:\s*"{name}"',
         "json-keyed-by-name": rf'"{name}"\s*:\s*\{{',
+        "xml-name-element": rf"<(?:name|tool|tool_name)>\s*{name}\s*</",
         "xml-attributes": rf"<{name}\s+[\w-]+\s*=",
         "xml-element": rf"<{name}\s*>",
         "function-syntax": rf"\b{name}\(",
@@ -318,7 +319,7 @@ def table(records: Sequence[dict[str, Any]]) -> str:
     rows: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
     shapes: dict[tuple[str, ...], Counter[str]] = defaultdict(Counter)
     for record in records:
-        key = (record["label"], record["protocol"], _short(record["model"]), record["via"])
+        key = _row(record)
         verdict, shape = classify(record)
         no_tool = record["task"] == "no_tool"
         rows[key]["no-tool " + verdict if no_tool else verdict] += 1
@@ -339,6 +340,10 @@ def table(records: Sequence[dict[str, Any]]) -> str:
             + f" | {plain}/{plain + counts['no-tool no-call']} | {shape_list} |"
         )
     return "\n".join(lines)
+
+
+def _row(record: dict[str, Any]) -> tuple[str, ...]:
+    return (record["label"], record["protocol"], _short(record["model"]), record["via"])
 
 
 def _short(model: str | None) -> str:
