@@ -247,6 +247,8 @@ def classify(record: dict[str, Any]) -> tuple[str, str]:
     if any(name == task.tool for name, _ in calls) and shapes[:1] != ["xml-attributes"]:
         missing = [name for name in task.arguments if not _has_arguments(calls[0][1], [name])]
         return "incomplete", "missing " + ",".join(missing)
+    if shapes[:1] == ["json-declaration-echo"]:
+        return "no-call", "echoed the tool's declaration"
     if shapes:
         return "off-protocol", "+".join(shapes)
     return "no-call", ("called " + calls[0][0]) if calls else ""
@@ -284,6 +286,7 @@ def off_protocol_shapes(text: str, tool: str) -> list[str]:
     patterns = {
         "json-name-arguments": rf'"name"\s*:\s*"{name}"\s*,\s*"arguments"',
         "json-name-parameters": rf'"name"\s*:\s*"{name}"\s*,\s*"parameters"',
+        "json-declaration-echo": rf'"name"\s*:\s*"{name}"\s*,\s*"description"',
         "json-other-keys": rf'"(?:name|tool|function|tool_name)"\s*:\s*"{name}"',
         "json-keyed-by-name": rf'"{name}"\s*:\s*\{{',
         "xml-name-element": rf"<(?:name|tool|tool_name)>\s*{name}\s*</",
