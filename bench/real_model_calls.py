@@ -307,9 +307,9 @@ def off_protocol_shapes(text: str, tool: str) -> list[str]:
         if tag not in TOOL_NAMES and f"</{tag}>" not in before
     ]
     where += [f"in-<{tag}>" for tag in dict.fromkeys(wrappers)]
-    if not where:
-        alone = text.strip().startswith(("{", "<", tool))
-        where.append("alone" if alone else "in-prose")
+    stripped = text.strip()
+    whole = stripped.startswith(("{", "<", "`")) and stripped.endswith(("}", ">", "`"))
+    where.append("whole-answer" if whole else "with-prose")
     return [shape, *dict.fromkeys(where)]
 
 
