@@ -52,6 +52,9 @@ class JsonMixProtocol(Protocol):
             rules=["The arguments must follow the tool's schema."],
             results_in=f"a {self.response_start} block",
             single_call=single_call,
+            reminder=f"Write every call between {self.call_start} and {self.call_end} tags"
+            " exactly as in the example: never as a bare JSON object, never inside a ```"
+            " code block.",
         )
 
     def render_call(self, name: str, arguments: Any) -> str:

@@ -59,6 +59,8 @@ class MorphXmlProtocol(Protocol):
             ],
             results_in="a <tool_result> element",
             single_call=single_call,
+            reminder="Write every call exactly as in the example: the tool's element with one"
+            " child element per argument (never attributes), never inside a ``` code block.",
         )
 
     def render_call(self, name: str, arguments: Any) -> str:

@@ -20,8 +20,13 @@ def tools_prompt(
     rules: Sequence[str],
     results_in: str,
     single_call: bool,
+    reminder: str | None = None,
 ) -> str:
-    """The system-prompt text declaring `tools` and how to call them, with one example."""
+    """The system-prompt text declaring `tools` and how to call them, with one example.
+
+    `reminder`, the closing line, restates the format where small models read it last,
+    right before the conversation: measured with bench/real_model_calls.py, it took a
+    1.5B model from 6 to 8 of 9 calls in protocol (morph-xml)."""
     example = tools[0] if tools else ToolSpec("tool_name")
     how_many = (
         "Call at most one tool per reply."
@@ -44,6 +49,7 @@ def tools_prompt(
             f"- {how_many} After your calls, stop writing: each result comes back to you in"
             f" {results_in}.",
             "- When no tool is needed, answer in plain text, without any call.",
+            *([f"- {reminder}"] if reminder else []),
         ]
     )
 

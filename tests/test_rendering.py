@@ -54,6 +54,15 @@ def test_single_call_asks_for_one_call(protocol: str) -> None:
     assert not ONE_CALL_ONLY.search(renderer.render_tools(TOOLS))
 
 
+@pytest.mark.parametrize("protocol", ["json-mix", "morph-xml"])
+def test_render_tools_ends_by_restating_the_call_format(protocol: str) -> None:
+    # Small models follow the instruction they read last, right before the conversation;
+    # they fell back to fenced or bare calls when the format was stated only earlier.
+    last_line = get_protocol(protocol).render_tools(TOOLS).splitlines()[-1]
+    assert "exactly as in the example" in last_line
+    assert "```" in last_line
+
+
 CONTENTS = [
     pytest.param("if a < b && c > d: x = '&amp;'", id="lt-amp-entity"),
     pytest.param("<div class='x'>hi</div>", id="html"),
