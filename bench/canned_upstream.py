@@ -1,5 +1,6 @@
 """An instant OpenAI-compatible upstream for the proxy benchmark: always the same answer,
-a sentence and one JSON-mix tool call, streamed in token-sized chunks or whole."""
+a sentence and one JSON-mix tool call, streamed in token-sized chunks or whole. A request's
+`max_tokens` asks for a longer stream: that many chunks of prose before the same answer."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ ANSWER = (
     '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 )
 TOKEN_CHARS = 4  # about one token of English text
+PROSE_TOKEN = "Sun "  # one chunk of filler prose, holding no tag
 
 
 def _chunk(delta: dict[str, str], finish_reason: str | None = None) -> bytes:
@@ -29,8 +31,9 @@ def _chunk(delta: dict[str, str], finish_reason: str | None = None) -> bytes:
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
-STREAM = [
-    _chunk({"role": "assistant", "content": ""}),
+ROLE_CHUNK = _chunk({"role": "assistant", "content": ""})
+PROSE_CHUNK = _chunk({"content": PROSE_TOKEN})
+ANSWER_CHUNKS = [
     *(_chunk({"content": ANSWER[i : i + TOKEN_CHARS]}) for i in range(0, len(ANSWER), TOKEN_CHARS)),
     _chunk({}, "stop"),
     b"data: [DONE]\n\n",
@@ -55,9 +58,13 @@ async def chat(request: Request) -> Response:
     body = await request.json()
     if not body.get("stream"):
         return JSONResponse(COMPLETION)
+    prose_chunks = int(body.get("max_tokens") or 0)
 
     async def events() -> AsyncIterator[bytes]:
-        for chunk in STREAM:
+        yield ROLE_CHUNK
+        for _ in range(prose_chunks):
+            yield PROSE_CHUNK
+        for chunk in ANSWER_CHUNKS:
             yield chunk
 
     return StreamingResponse(events(), media_type="text/event-stream")

@@ -1,0 +1,265 @@
+"""toolcall-proxy beside a bare re-parse relay (`bare_relay.py`: FastAPI + httpx, every SSE
+chunk decoded and re-encoded, nothing else), both in front of the same instant canned
+upstream, in one run. Requests carry a tool, so the proxy parses. Printed: what each adds
+over the upstream alone, and the proxy's ratio to the relay.
+
+    python bench/versus_relay.py [--workers 1] [--repeat 200] [--long-chunks 2000]
+
+Each server runs in its own process (the proxy through its own command, so `--workers`
+is the real thing); the client shares the machine, so compare within one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+from proxy import HERE, MESSAGES, TOOLS, Server, free_port, server
+
+CHAT_PATH = "/v1/chat/completions"
+HEADERS = {"content-type": "application/json"}
+WARM_UP_REQUESTS = 20
+CONCURRENT_STREAMS = 64
+RAW_READ_BYTES = 64 * 1024
+
+
+def body(*, stream: bool, prose_chunks: int = 0) -> bytes:
+    """A tool-carrying request; `prose_chunks` lengthens the canned stream (as max_tokens)."""
+    request: dict[str, object] = {"model": "bench", "messages": MESSAGES, "tools": TOOLS}
+    if stream:
+        request["stream"] = True
+    if prose_chunks:
+        request["max_tokens"] = prose_chunks
+    return json.dumps(request).encode()
+
+
+async def stream_seconds(client: httpx.AsyncClient, payload: bytes) -> tuple[float, float, int]:
+    """Seconds to the first body byte and to the end, and the number of body reads."""
+    started = time.perf_counter()
+    first = 0.0
+    reads = 0
+    async with client.stream("POST", CHAT_PATH, content=payload, headers=HEADERS) as response:
+        async for _ in response.aiter_raw():
+            if not reads:
+                first = time.perf_counter() - started
+            reads += 1
+    return first, time.perf_counter() - started, reads
+
+
+async def post_seconds(client: httpx.AsyncClient, payload: bytes) -> float:
+    started = time.perf_counter()
+    response = await client.post(CHAT_PATH, content=payload, headers=HEADERS)
+    response.raise_for_status()
+    return time.perf_counter() - started
+
+
+async def median(repeat: int, one: Callable[[], Awaitable[float]]) -> float:
+    for _ in range(WARM_UP_REQUESTS):
+        await one()
+    return statistics.median([await one() for _ in range(repeat)])
+
+
+async def sequential(target: Server, repeat: int, long_chunks: int) -> dict[str, float]:
+    """One request at a time: medians of the short answer's first byte, whole stream and
+    non-stream answer, and of a `long_chunks`-chunk stream; the server's CPU seconds per
+    short and per long stream."""
+    async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
+        short = body(stream=True)
+        long = body(stream=True, prose_chunks=long_chunks)
+        long_repeat = max(repeat // 20, 5)
+        cpu: dict[str, float] = {}
+
+        async def first_byte() -> float:
+            return (await stream_seconds(client, short))[0]
+
+        async def short_stream() -> float:
+            return (await stream_seconds(client, short))[1]
+
+        async def long_stream() -> float:
+            return (await stream_seconds(client, long))[1]
+
+        async def timed(name: str, count: int, one: Callable[[], Awaitable[float]]) -> float:
+            before = cpu_seconds(target)
+            result = await median(count, one)
+            cpu[name] = (cpu_seconds(target) - before) / (count + WARM_UP_REQUESTS)
+            return result
+
+        return {
+            "first_byte": await median(repeat, first_byte),
+            "short_stream": await timed("short_cpu", repeat, short_stream),
+            "non_stream": await median(repeat, lambda: post_seconds(client, body(stream=False))),
+            "long_stream": await timed("long_cpu", long_repeat, long_stream),
+        } | cpu
+
+
+async def raw_stream(url: str, payload: bytes) -> None:
+    """One request over its own connection, read to the end. Plain asyncio rather than
+    httpx: with 64 streams in flight an httpx client would be the bottleneck being measured."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    head = (
+        f"POST {CHAT_PATH} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n"
+    )
+    writer.write(head.encode() + payload)
+    status_line = await reader.readline()
+    if b" 200 " not in status_line:
+        raise RuntimeError(f"{url} answered {status_line!r}")
+    while await reader.read(RAW_READ_BYTES):
+        pass
+    writer.close()
+    await writer.wait_closed()
+
+
+async def concurrent_rate(url: str, requests: int, prose_chunks: int) -> float:
+    """Streams per second with CONCURRENT_STREAMS in flight."""
+    payload = body(stream=True, prose_chunks=prose_chunks)
+
+    async def worker(count: int) -> None:
+        for _ in range(count):
+            await raw_stream(url, payload)
+
+    await asyncio.gather(*(worker(1) for _ in range(CONCURRENT_STREAMS)))  # warm up
+    share = max(requests // CONCURRENT_STREAMS, 1)
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(share) for _ in range(CONCURRENT_STREAMS)))
+    return share * CONCURRENT_STREAMS / (time.perf_counter() - started)
+
+
+def process_tree(process: Server) -> list[int]:
+    """The server's process and its children (the workers, when there are several)."""
+    pids = [process.pid]
+    for task in Path(f"/proc/{process.pid}/task").iterdir():
+        pids += [int(pid) for pid in (task / "children").read_text().split()]
+    return pids
+
+
+def cpu_seconds(process: Server) -> float:
+    return sum(Server(process.url, pid).cpu_seconds() for pid in process_tree(process))
+
+
+def peak_rss_mb(process: Server) -> float:
+    """The largest peak resident size among the server process and its workers."""
+    peaks = []
+    for pid in process_tree(process):
+        status = Path(f"/proc/{pid}/status").read_text()
+        peaks += [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")]
+    return max(peaks) / 1024
+
+
+def requests_counted(url: str) -> float:
+    """The proxy's `requests_total` summed over its label sets (and workers)."""
+    text = httpx.get(f"{url}/metrics").text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("toolcall_proxy_requests_total{")
+    )
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--workers", type=int, default=1, help="proxy worker processes")
+    options.add_argument("--repeat", type=int, default=200, help="sequential requests per row")
+    options.add_argument("--long-chunks", type=int, default=2000, help="per-chunk row's length")
+    options.add_argument("--concurrent-requests", type=int, default=640)
+    options.add_argument(
+        "--concurrent-chunks", type=int, default=200, help="prose chunks per concurrent stream"
+    )
+    args = options.parse_args()
+    uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
+    ports = {name: free_port() for name in ("upstream", "proxy", "relay")}
+    upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
+    upstream_command += ["--app-dir", str(HERE), "--port", str(ports["upstream"])]
+    relay_command = [*uvicorn, "--factory", "bare_relay:create_app", "--app-dir", str(HERE)]
+    relay_command += ["--port", str(ports["relay"])]
+    proxy_command = [sys.executable, "-m", "service", "--log-level", "warning"]
+    proxy_command += ["--port", str(ports["proxy"]), "--workers", str(args.workers)]
+    with (
+        tempfile.TemporaryDirectory() as metrics_dir,
+        server(upstream_command, ports["upstream"]) as upstream,
+    ):
+        proxy_env = {"UPSTREAM_BASE_URL": f"{upstream.url}/v1", "ACCESS_LOG": "false"}
+        if args.workers > 1:
+            proxy_env["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        relay_env = {"BARE_RELAY_UPSTREAM": f"{upstream.url}/v1"}
+        with (
+            server(proxy_command, ports["proxy"], proxy_env) as proxy,
+            server(relay_command, ports["relay"], relay_env) as relay,
+        ):
+            counted_before = requests_counted(proxy.url)
+            results = {}
+            for name, target in (("upstream", upstream), ("proxy", proxy), ("relay", relay)):
+                results[name] = asyncio.run(sequential(target, args.repeat, args.long_chunks))
+            rates = {
+                name: asyncio.run(
+                    concurrent_rate(target.url, args.concurrent_requests, args.concurrent_chunks)
+                )
+                for name, target in (("proxy", proxy), ("relay", relay))
+            }
+            rss = {"proxy": peak_rss_mb(proxy), "relay": peak_rss_mb(relay)}
+            counted = requests_counted(proxy.url) - counted_before
+    report(args, results, rates, rss, counted)
+
+
+def report(
+    args: argparse.Namespace,
+    results: dict[str, dict[str, float]],
+    rates: dict[str, float],
+    rss: dict[str, float],
+    counted: float,
+) -> None:
+    def added(name: str, key: str) -> float:
+        return results[name][key] - results["upstream"][key]
+
+    # The long stream is the short answer plus `long_chunks` prose chunks: the difference
+    # over those chunks is the cost of one more chunk, as wall time added to the upstream's
+    # and as the server's own CPU time (steadier: the stages of a stream overlap in time).
+    wall_per_chunk = {
+        name: (added(name, "long_stream") - added(name, "short_stream")) / args.long_chunks * 1e6
+        for name in ("proxy", "relay")
+    }
+    cpu_per_chunk = {
+        name: (results[name]["long_cpu"] - results[name]["short_cpu"]) / args.long_chunks * 1e6
+        for name in ("proxy", "relay")
+    }
+    rows = [
+        ("added per streamed chunk (µs)", wall_per_chunk["proxy"], wall_per_chunk["relay"]),
+        ("server CPU per chunk (µs)", cpu_per_chunk["proxy"], cpu_per_chunk["relay"]),
+        *(
+            (label, added("proxy", key) * 1e3, added("relay", key) * 1e3)
+            for label, key in (
+                ("time to first byte added (ms)", "first_byte"),
+                ("non-stream added (ms)", "non_stream"),
+            )
+        ),
+        (f"{CONCURRENT_STREAMS} concurrent streams (req/s)", rates["proxy"], rates["relay"]),
+        ("peak RSS (MB)", rss["proxy"], rss["relay"]),
+    ]
+    print(
+        f"proxy workers {args.workers}; {args.repeat} sequential requests per row, "
+        f"{args.long_chunks}-chunk stream for the per-chunk row, {CONCURRENT_STREAMS} concurrent "
+        f"streams of {args.concurrent_chunks} chunks + the answer"
+    )
+    print(f"{'':<32} {'toolcall-proxy':>15} {'bare relay':>11} {'ratio':>7}")
+    for label, proxy_value, relay_value in rows:
+        ratio = proxy_value / relay_value if relay_value else float("nan")
+        print(f"{label:<32} {proxy_value:>15.2f} {relay_value:>11.2f} {ratio:>6.2f}x")
+    upstream = results["upstream"]
+    print(
+        f"upstream alone: first byte {upstream['first_byte'] * 1e3:.2f} ms, non-stream "
+        f"{upstream['non_stream'] * 1e3:.2f} ms, long stream {upstream['long_stream'] * 1e3:.1f} ms"
+    )
+    print(f"proxy requests_total grew by {counted:.0f} (summed over its workers)")
+
+
+if __name__ == "__main__":
+    main()
