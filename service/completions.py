@@ -19,6 +19,7 @@ from .chunks import MessageBuilder, finish_reason
 from .context import ProxyContext
 from .debug import ParserTrace
 from .disconnect import while_connected
+from .event_batches import joined_when_ready
 from .forced_answer import forced_call_completion, forced_call_deltas, forced_call_events
 from .observer import CompletionObserver
 from .parser_config import OutputParsing
@@ -215,6 +216,9 @@ def traced_event_response(
     # At shutdown sse-starlette would end the stream at once; it gets DRAIN_TIMEOUT to finish,
     # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
     response = EventSourceResponse(
-        events, ping=KEEPALIVE_PING_SECONDS, sep="\n", shutdown_grace_period=drain_timeout
+        joined_when_ready(events),
+        ping=KEEPALIVE_PING_SECONDS,
+        sep="\n",
+        shutdown_grace_period=drain_timeout,
     )
     return response if upstream is None else ClosingResponse(response, upstream)

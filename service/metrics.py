@@ -140,7 +140,7 @@ class ProxyMetrics:
             "client_disconnects_total", "Clients that left before their answer ended.", "route"
         )
         self.chunks_sent = counter(
-            "sse_chunks_sent_total", "Body chunks written to SSE answers.", "route"
+            "sse_chunks_sent_total", "Events (chunks) written to SSE answers.", "route"
         )
         self.bytes_sent = counter("sse_sent_bytes_total", "Bytes written to SSE answers.", "route")
         self.tokens = counter(

@@ -1,7 +1,7 @@
 """The ASGI middleware that watches every request on the wire: it gives the request its id
 (`X-Request-ID`, echoed in the response), times it, counts what an event stream sends and
 whether the client left early, then hands the finished record to the metrics and the
-access log. Per body chunk it only adds integers; everything else happens once per request."""
+access log. Per body write it only counts; everything else happens once per request."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from .request_record import SCOPE_KEY, RequestRecord, new_record
 
 REQUEST_ID_HEADER = b"x-request-id"
 EVENT_STREAM = b"text/event-stream"
+# What ends every server-sent event (as the proxy writes them, and OpenAI-compatible servers);
+# one body write may carry several events.
+EVENT_END = b"\n\n"
 # The status an exception that escaped every handler becomes (the server answers it so).
 UNHANDLED_STATUS = 500
 
@@ -98,7 +101,7 @@ class _Wire:
             if body and record.event_stream:
                 if record.first_byte is None:
                     record.first_byte = time.perf_counter() - self._started
-                record.chunks_sent += 1
+                record.chunks_sent += body.count(EVENT_END)
                 record.bytes_sent += len(body)
             if self._unsent is not None:
                 self._unsent -= len(body)

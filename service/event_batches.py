@@ -1,0 +1,50 @@
+"""Events that are ready together written together. An upstream read often holds many SSE
+lines (a fast model, a client reading slower than it); each becomes its own event, and
+sending each alone costs a trip through the ASGI middleware and a socket write, more than
+parsing and encoding the event. Here the events go through a queue: whatever the stream
+produced while the previous write went out is joined into the next one. Nothing waits for
+more: a lone event goes out as soon as it is produced."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+# Events queued before the producer waits for the client: a client reading slower than the
+# upstream writes holds the upstream back (as a direct stream would) past this many.
+MAX_QUEUED_EVENTS = 256
+
+
+async def joined_when_ready(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`events`, those produced while the consumer was busy joined into one item. `events`
+    runs in a task of its own, cancelled if the consumer stops early; its error, if any,
+    is raised here after the events it produced before it."""
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the events ended
+    producer = asyncio.create_task(_produce(events, queue))
+    try:
+        while True:
+            batch = [await queue.get()]
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            ended = batch[-1] is None
+            if ended:
+                batch.pop()
+            if batch:
+                yield b"".join(batch)  # type: ignore[arg-type]  # None only ever last
+            for _ in range(len(batch) + ended):
+                queue.task_done()
+            if ended:
+                break
+        await producer
+    finally:
+        producer.cancel()
+
+
+async def _produce(events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:
+    try:
+        async for event in events:
+            queue.put_nowait(event)
+            if queue.qsize() >= MAX_QUEUED_EVENTS:
+                await queue.join()
+    finally:
+        queue.put_nowait(None)
