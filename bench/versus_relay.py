@@ -95,7 +95,9 @@ async def sequential(target: Server, repeat: int, long_chunks: int) -> dict[str,
         return {
             "first_byte": await median(repeat, first_byte),
             "short_stream": await timed("short_cpu", repeat, short_stream),
-            "non_stream": await median(repeat, lambda: post_seconds(client, body(stream=False))),
+            "non_stream": await timed(
+                "post_cpu", repeat, lambda: post_seconds(client, body(stream=False))
+            ),
             "long_stream": await timed("long_cpu", long_repeat, long_stream),
         } | cpu
 
@@ -119,8 +121,9 @@ async def raw_stream(url: str, payload: bytes) -> None:
     await writer.wait_closed()
 
 
-async def concurrent_rate(url: str, requests: int, prose_chunks: int) -> float:
-    """Streams per second with CONCURRENT_STREAMS in flight."""
+async def concurrent_rate(target: Server, requests: int, prose_chunks: int) -> tuple[float, float]:
+    """Streams per second with CONCURRENT_STREAMS in flight, and server CPU ms per stream."""
+    url = target.url
     payload = body(stream=True, prose_chunks=prose_chunks)
 
     async def worker(count: int) -> None:
@@ -129,9 +132,12 @@ async def concurrent_rate(url: str, requests: int, prose_chunks: int) -> float:
 
     await asyncio.gather(*(worker(1) for _ in range(CONCURRENT_STREAMS)))  # warm up
     share = max(requests // CONCURRENT_STREAMS, 1)
+    cpu_before = cpu_seconds(target)
     started = time.perf_counter()
     await asyncio.gather(*(worker(share) for _ in range(CONCURRENT_STREAMS)))
-    return share * CONCURRENT_STREAMS / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    streams = share * CONCURRENT_STREAMS
+    return streams / elapsed, (cpu_seconds(target) - cpu_before) / streams * 1e3
 
 
 def process_tree(process: Server) -> list[int]:
@@ -201,7 +207,7 @@ def main() -> None:
                 results[name] = asyncio.run(sequential(target, args.repeat, args.long_chunks))
             rates = {
                 name: asyncio.run(
-                    concurrent_rate(target.url, args.concurrent_requests, args.concurrent_chunks)
+                    concurrent_rate(target, args.concurrent_requests, args.concurrent_chunks)
                 )
                 for name, target in (("proxy", proxy), ("relay", relay))
             }
@@ -213,7 +219,7 @@ def main() -> None:
 def report(
     args: argparse.Namespace,
     results: dict[str, dict[str, float]],
-    rates: dict[str, float],
+    rates: dict[str, tuple[float, float]],
     rss: dict[str, float],
     counted: float,
 ) -> None:
@@ -241,7 +247,13 @@ def report(
                 ("non-stream added (ms)", "non_stream"),
             )
         ),
-        (f"{CONCURRENT_STREAMS} concurrent streams (req/s)", rates["proxy"], rates["relay"]),
+        (
+            "server CPU per non-stream (ms)",
+            results["proxy"]["post_cpu"] * 1e3,
+            results["relay"]["post_cpu"] * 1e3,
+        ),
+        (f"{CONCURRENT_STREAMS} concurrent streams (req/s)", rates["proxy"][0], rates["relay"][0]),
+        ("  server CPU per stream (ms)", rates["proxy"][1], rates["relay"][1]),
         ("peak RSS (MB)", rss["proxy"], rss["relay"]),
     ]
     print(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -20,7 +19,7 @@ from protocols import (
     ToolCallUnfinished,
 )
 
-from .wire_json import COMPACT
+from .wire_json import compact_json
 
 Delta = dict[str, Any]
 ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
@@ -136,7 +135,7 @@ def _call_arguments(index: int, fragment: str) -> Delta:
 
 class ChunkEncoder:
     """`chat.completion.chunk` JSON for one response. The envelope (id, created, model,
-    system_fingerprint) is serialised once; each chunk costs one `json.dumps` of its delta.
+    system_fingerprint) is serialised once; each chunk costs one encoding of its delta.
 
     >>> encoder = ChunkEncoder(response_id="chatcmpl-1", created=1700000000, model="m")
     >>> encoder.chunk(0, {"content": "Hi"})
@@ -154,7 +153,7 @@ class ChunkEncoder:
         }
         if system_fingerprint is not None:
             envelope["system_fingerprint"] = system_fingerprint
-        self._head = json.dumps(envelope, separators=COMPACT)[:-1] + ',"choices":['
+        self._head = compact_json(envelope)[:-1] + ',"choices":['
 
     @classmethod
     def matching(cls, upstream: dict[str, Any], fallback_model: str) -> ChunkEncoder:
@@ -168,12 +167,12 @@ class ChunkEncoder:
         )
 
     def chunk(self, index: int, delta: Delta, finish_reason: str | None = None) -> str:
-        reason = "null" if finish_reason is None else json.dumps(finish_reason)
-        delta_json = json.dumps(delta, separators=COMPACT)
+        reason = "null" if finish_reason is None else compact_json(finish_reason)
+        delta_json = compact_json(delta)
         return f'{self._head}{{"index":{index},"delta":{delta_json},"finish_reason":{reason}}}]}}'
 
     def usage(self, usage: Any) -> str:
-        return f'{self._head}],"usage":{json.dumps(usage, separators=COMPACT)}}}'
+        return f'{self._head}],"usage":{compact_json(usage)}}}'
 
 
 class MessageBuilder:
