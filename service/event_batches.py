@@ -38,6 +38,7 @@ async def joined_when_ready(events: AsyncIterator[bytes]) -> AsyncIterator[bytes
         await producer
     finally:
         producer.cancel()
+        await asyncio.wait([producer])  # its cleanup (closing the upstream) done first
 
 
 async def _produce(events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:

@@ -1,0 +1,91 @@
+"""Joining the events that are ready together, without a server: plain asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from service.event_batches import MAX_QUEUED_EVENTS, joined_when_ready
+
+
+async def collected(events: AsyncIterator[bytes]) -> list[bytes]:
+    return [item async for item in joined_when_ready(events)]
+
+
+def test_events_produced_together_go_out_together_and_a_later_one_alone() -> None:
+    async def scenario() -> list[bytes]:
+        more = asyncio.Event()
+
+        async def events() -> AsyncIterator[bytes]:
+            yield b"a\n\n"
+            yield b"b\n\n"
+            await more.wait()  # the upstream is silent: what was ready must go out now
+            yield b"c\n\n"
+
+        joined = joined_when_ready(events())
+        first = await anext(joined)
+        more.set()
+        return [first, *[item async for item in joined]]
+
+    assert asyncio.run(scenario()) == [b"a\n\nb\n\n", b"c\n\n"]
+
+
+def test_an_error_is_raised_after_the_events_produced_before_it() -> None:
+    received: list[bytes] = []
+
+    async def scenario() -> None:
+        async def events() -> AsyncIterator[bytes]:
+            yield b"a\n\n"
+            raise ValueError("broken")
+
+        async for item in joined_when_ready(events()):
+            received.append(item)
+
+    with pytest.raises(ValueError, match="broken"):
+        asyncio.run(scenario())
+    assert received == [b"a\n\n"]
+
+
+def test_a_consumer_that_stops_early_has_the_producer_closed() -> None:
+    closed = []
+
+    async def scenario() -> bytes:
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                yield b"a\n\n"
+                await asyncio.Event().wait()  # an upstream that never sends again
+            finally:
+                closed.append(True)
+
+        joined = joined_when_ready(events())
+        first = await anext(joined)
+        await joined.aclose()
+        return first
+
+    assert asyncio.run(scenario()) == b"a\n\n"
+    assert closed == [True]
+
+
+def test_a_slow_consumer_holds_the_producer_back() -> None:
+    produced = 0
+
+    async def scenario() -> list[bytes]:
+        async def events() -> AsyncIterator[bytes]:
+            nonlocal produced
+            for _ in range(3 * MAX_QUEUED_EVENTS):
+                produced += 1
+                yield b"e\n\n"
+
+        joined = joined_when_ready(events())
+        first = await anext(joined)  # the consumer now sits on this batch, not reading
+        await asyncio.sleep(0)  # a turn of the loop, in which an unbounded producer would run on
+        held = produced
+        rest = [item async for item in joined]
+        assert held == MAX_QUEUED_EVENTS
+        return [first, *rest]
+
+    batches = asyncio.run(scenario())
+    assert b"".join(batches) == b"e\n\n" * 3 * MAX_QUEUED_EVENTS
+    assert all(batch.count(b"\n\n") <= MAX_QUEUED_EVENTS for batch in batches)
