@@ -79,8 +79,9 @@ def test_a_slow_consumer_holds_the_producer_back() -> None:
                 yield b"e\n\n"
 
         joined = joined_when_ready(events())
-        first = await anext(joined)  # the consumer now sits on this batch, not reading
-        await asyncio.sleep(0)  # a turn of the loop, in which an unbounded producer would run on
+        # The producer never waits on its source: unbounded, it would have produced all
+        # before the consumer first ran.
+        first = await anext(joined)
         held = produced
         rest = [item async for item in joined]
         assert held == MAX_QUEUED_EVENTS
