@@ -3,7 +3,7 @@ lines (a fast model, a client reading slower than it); each becomes its own even
 sending each alone costs a trip through the ASGI middleware and a socket write, more than
 parsing and encoding the event. Here the events go through a queue: whatever the stream
 produced while the previous write went out is joined into the next one. Nothing waits for
-more: a lone event goes out as soon as it is produced."""
+more: a lone event goes out as soon as it is produced, and so does the first."""
 
 from __future__ import annotations
 
@@ -42,10 +42,14 @@ async def joined_when_ready(events: AsyncIterator[bytes]) -> AsyncIterator[bytes
 
 
 async def _produce(events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:
+    # The first event is sent before the next is produced: the client's first byte does not
+    # wait for the rest of the upstream's first read to be parsed.
+    first = True
     try:
         async for event in events:
             queue.put_nowait(event)
-            if queue.qsize() >= MAX_QUEUED_EVENTS:
+            if first or queue.qsize() >= MAX_QUEUED_EVENTS:
+                first = False
                 await queue.join()
     finally:
         queue.put_nowait(None)

@@ -14,22 +14,23 @@ async def collected(events: AsyncIterator[bytes]) -> list[bytes]:
     return [item async for item in joined_when_ready(events)]
 
 
-def test_events_produced_together_go_out_together_and_a_later_one_alone() -> None:
+def test_the_first_event_goes_out_alone_then_those_produced_together_together() -> None:
     async def scenario() -> list[bytes]:
         more = asyncio.Event()
 
         async def events() -> AsyncIterator[bytes]:
             yield b"a\n\n"
             yield b"b\n\n"
-            await more.wait()  # the upstream is silent: what was ready must go out now
             yield b"c\n\n"
+            await more.wait()  # the upstream is silent: what was ready must go out now
+            yield b"d\n\n"
 
         joined = joined_when_ready(events())
-        first = await anext(joined)
+        ready = [await anext(joined), await anext(joined)]
         more.set()
-        return [first, *[item async for item in joined]]
+        return [*ready, *[item async for item in joined]]
 
-    assert asyncio.run(scenario()) == [b"a\n\nb\n\n", b"c\n\n"]
+    assert asyncio.run(scenario()) == [b"a\n\n", b"b\n\nc\n\n", b"d\n\n"]
 
 
 def test_an_error_is_raised_after_the_events_produced_before_it() -> None:
@@ -81,11 +82,12 @@ def test_a_slow_consumer_holds_the_producer_back() -> None:
         joined = joined_when_ready(events())
         # The producer never waits on its source: unbounded, it would have produced all
         # before the consumer first ran.
-        first = await anext(joined)
+        first = await anext(joined)  # the first event goes out alone
+        second = await anext(joined)
         held = produced
         rest = [item async for item in joined]
-        assert held == MAX_QUEUED_EVENTS
-        return [first, *rest]
+        assert held == 1 + MAX_QUEUED_EVENTS
+        return [first, second, *rest]
 
     batches = asyncio.run(scenario())
     assert b"".join(batches) == b"e\n\n" * 3 * MAX_QUEUED_EVENTS
