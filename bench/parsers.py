@@ -1,6 +1,7 @@
 """Parser throughput: MB/s per protocol on prose, one 200 KB file write and 100 small calls,
-fed in 1- and 16-character deltas, plus a scaling row (10x the input should cost ~10x) and
-the longest stall hostile model output causes (budget: 100 ms per 100 KB).
+fed in 1- and 16-character deltas, the cost of one word-sized prose delta (the most common
+feed of a long answer), plus a scaling row (10x the input should cost ~10x) and the longest
+stall hostile model output causes (budget: 100 ms per 100 KB).
 
     python bench/parsers.py [--quick]
 """
@@ -65,6 +66,24 @@ def throughput(protocol: str, text: str, step: int) -> float:
         parser.finish()
         best = min(best, time.perf_counter() - started)
     return len(text.encode()) / best / 1e6
+
+
+# Words as a model streams them: 4-8 characters, none of which can begin a tag.
+PROSE_DELTAS = (" Sun", " rises", " over", " the", " quiet", " hills.")
+
+
+def prose_delta_cost(protocol: str, feeds: int, opening: str = "") -> float:
+    """Microseconds per feed of PROSE_DELTAS after `opening`, best of a few runs."""
+    deltas = PROSE_DELTAS * (feeds // len(PROSE_DELTAS))
+    best = float("inf")
+    for _ in range(3):
+        parser = get_protocol(protocol).stream_parser(TOOLS)
+        parser.feed(opening + "Well,")  # decides the answer's start: it is not a call
+        started = time.perf_counter()
+        for delta in deltas:
+            parser.feed(delta)
+        best = min(best, time.perf_counter() - started)
+    return best / len(deltas) * 1e6
 
 
 # The parser runs on the event loop: no single feed or finish may hold it longer than this
@@ -163,6 +182,12 @@ def main() -> None:
             text = make(protocol)
             one, sixteen = throughput(protocol, text, 1), throughput(protocol, text, 16)
             print(f"{protocol:<{width}} {label:<24} {one:>12.2f} {sixteen:>13.2f}")
+    feeds = 10_000 if quick else 100_000
+    print(f"\nprose deltas of 4-8 characters, µs/feed ({feeds} feeds): outside and in <think>")
+    for protocol in protocol_names():
+        outside = prose_delta_cost(protocol, feeds)
+        thinking = prose_delta_cost(protocol, feeds, opening="<think>")
+        print(f"{protocol:<{width}} {outside:>6.2f} µs {thinking:>9.2f} µs")
     print("\nscaling (file write, 16-char deltas): seconds for 1x and 10x the input")
     for protocol in protocol_names():
         base = file_write(protocol, size // 10)

@@ -81,6 +81,7 @@ class _JsonMixParser(TagStreamParser):
     ) -> None:
         super().__init__(tools, options)
         self._start, self._end = protocol.call_start, protocol.call_end
+        self._tag_chars |= frozenset(self._start[:1])
 
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
         start = text.find(self._start)

@@ -139,6 +139,8 @@ _LAYOUT = " \t\r\n"
 
 
 class _MorphXmlParser(TagStreamParser):
+    _tag_chars = TagStreamParser._tag_chars | {_INLINE_CODE}  # a backtick ending a feed is held
+
     def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         super().__init__(tools, options)
         # Longest names first, so `<read_file>` is never taken for a tool named `read`.

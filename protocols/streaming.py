@@ -300,6 +300,10 @@ class TagStreamParser(StreamParser):
     Each feed touches only the new text plus a held-back suffix no longer than an open
     tag, so the whole stream is linear in its length."""
 
+    # The characters a think tag, a call open tag or a held-back suffix begins with
+    # (protocols add theirs): text holding none of them is text, in a think block or out.
+    _tag_chars: frozenset[str] = frozenset("<")
+
     def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         self._ctx = CallContext(
             out=PartWriter(),
@@ -393,6 +397,11 @@ class TagStreamParser(StreamParser):
                     return
                 self._call = None
                 self._pending = rest
+            elif self._tag_chars.isdisjoint(self._pending):
+                # All that is held back (a partial tag, a call tag in a think block) begins
+                # with a tag character, so this is text: the common prose delta's one scan.
+                self._ctx.out.text(self._pending)
+                self._pending = ""
             elif self._in_think:
                 if not self._advance_in_think():
                     return

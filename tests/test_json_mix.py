@@ -146,6 +146,18 @@ def test_call_forms_become_calls(
     assert result.errors == []
 
 
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_configured_call_tags_that_do_not_begin_with_a_bracket_are_found(chunks: Chunks) -> None:
+    # Deltas without `<` skip the tag search, so the configured start tag's first character
+    # must count as a tag character too.
+    protocol = get_protocol(JSON_MIX, call_start="[TOOL_CALLS]", call_end="[/TOOL_CALLS]")
+    source = "Let me check. " + protocol.render_call(*WEATHER) + " Done."
+    result = run(protocol, source, chunks=chunks)
+    assert result.call_values == [WEATHER]
+    assert result.text == "Let me check.  Done."
+    check_contract(result)
+
+
 @pytest.mark.parametrize(
     ("body", "arguments"),
     [
