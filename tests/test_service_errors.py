@@ -131,6 +131,21 @@ def test_upstream_that_never_answers_is_a_504_and_is_hung_up_on(
     assert upstream.client_gone.wait(DISCONNECT_SEEN_WITHIN_SECONDS)
 
 
+def test_client_leaving_before_the_upstream_answers_closes_the_upstream_request(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Hang())
+
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up and hangs up
+        proxy.http.post(
+            "/v1/chat/completions",
+            json=chat_body(WEATHER_TOOL, stream=stream),
+            timeout=READ_TIMEOUT_SECONDS,
+        )
+
+    assert upstream.client_gone.wait(DISCONNECT_SEEN_WITHIN_SECONDS)
+
+
 @pytest.mark.parametrize(
     ("failure", "settings"),
     [
