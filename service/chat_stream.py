@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -30,6 +32,10 @@ from .upstream_answer import (
 from .wire_json import JSON_MEDIA_TYPE
 
 logger = logging.getLogger(__name__)
+
+# How long an upstream may take to end its body after [DONE] (it normally comes in the same
+# read): read to its end, the connection goes back to the pool; closed before, it is closed.
+AFTER_DONE_READ_SECONDS = 0.05
 
 
 class _ChoiceStream:
@@ -87,7 +93,7 @@ async def stream_completion(
         async for payload in payloads:
             if payload == DONE:
                 complete = True
-                await stream.aclose()  # nothing more to read: released before the last events
+                await _release_after_done(payloads, stream)  # before the last events
                 break
             chunk, upstream_choices = _decoded(payload, stream)
             if encoder is None:
@@ -132,6 +138,16 @@ async def stream_completion(
     except Exception:
         logger.exception("streaming answer failed")
         yield data_event(json.dumps(error_body("internal proxy error", error_type=SERVER_ERROR)))
+
+
+async def _release_after_done(payloads: AsyncIterator[str], stream: UpstreamStream) -> None:
+    """Whatever follows [DONE] dropped, then the stream closed. Read to its end, the upstream
+    connection serves the next request; closed before, the next request opens a new one."""
+    with contextlib.suppress(TimeoutError, ProxyError):  # the answer is whole already
+        async with asyncio.timeout(AFTER_DONE_READ_SECONDS):
+            async for _ in payloads:
+                pass
+    await stream.aclose()
 
 
 def chunk_payloads(stream: UpstreamStream) -> AsyncIterator[str]:

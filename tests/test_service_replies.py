@@ -141,3 +141,16 @@ def test_sdk_reads_non_streamed_calls(upstream: ScriptedUpstream, proxy: Proxy) 
     assert choice.message.content == "Checking."
     [call] = choice.message.tool_calls or []
     assert (call.function.name, json.loads(call.function.arguments)) == PARIS_WEATHER
+
+
+def test_streams_read_to_done_leave_their_upstream_connection_for_the_next_request(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    proxy = start_proxy()  # its own connection pool, empty
+    upstream.script(Reply("Paris is ", "sunny."), Reply("Still ", "sunny."))
+
+    answers = [proxy.chat(chat_body(WEATHER_TOOL, stream=True)).content for _ in range(2)]
+
+    assert answers == ["Paris is sunny.", "Still sunny."]
+    first, second = upstream.chat_requests
+    assert first.peer_port == second.peer_port

@@ -133,6 +133,7 @@ class Received:
     path: str
     headers: dict[str, str]  # lower-case names
     body: bytes
+    peer_port: int | None  # the proxy's end of the connection: the same port, the same one
 
     @property
     def json(self) -> Any:
@@ -175,7 +176,11 @@ class ScriptedUpstream:
 
     async def _record(self, request: Request) -> Received:
         received = Received(
-            request.method, request.url.path, dict(request.headers), await request.body()
+            request.method,
+            request.url.path,
+            dict(request.headers),
+            await request.body(),
+            request.client.port if request.client else None,
         )
         self.requests.append(received)
         return received
