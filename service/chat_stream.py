@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,7 +28,7 @@ from .upstream_answer import (
     checked_envelope,
     chunk_choices,
 )
-from .wire_json import JSON_MEDIA_TYPE
+from .wire_json import JSON_MEDIA_TYPE, json_bytes, json_value
 
 logger = logging.getLogger(__name__)
 
@@ -134,10 +133,10 @@ async def stream_completion(
         yield DONE_EVENT
     except ProxyError as error:
         logger.warning("upstream stream failed: %s", error.message)
-        yield data_event(json.dumps(error.body()))
+        yield data_event(json_bytes(error.body()))
     except Exception:
         logger.exception("streaming answer failed")
-        yield data_event(json.dumps(error_body("internal proxy error", error_type=SERVER_ERROR)))
+        yield data_event(json_bytes(error_body("internal proxy error", error_type=SERVER_ERROR)))
 
 
 async def _release_after_done(payloads: AsyncIterator[str], stream: UpstreamStream) -> None:
@@ -168,7 +167,7 @@ def _decoded(payload: str, stream: UpstreamStream) -> tuple[dict[str, Any], list
     """One upstream chunk and its checked choices; an upstream `error` event or a garbled
     or malformed chunk is counted, raised."""
     try:
-        chunk = json.loads(payload)
+        chunk = json_value(payload)
     except ValueError:
         chunk = None
     if isinstance(chunk, dict) and "error" in chunk:

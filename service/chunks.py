@@ -19,7 +19,7 @@ from protocols import (
     ToolCallUnfinished,
 )
 
-from .wire_json import compact_json
+from .wire_json import json_bytes
 
 Delta = dict[str, Any]
 ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
@@ -139,7 +139,7 @@ class ChunkEncoder:
 
     >>> encoder = ChunkEncoder(response_id="chatcmpl-1", created=1700000000, model="m")
     >>> encoder.chunk(0, {"content": "Hi"})
-    '{"id":"chatcmpl-1",...,"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}'
+    b'{"id":"chatcmpl-1",...,"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}'
     """
 
     def __init__(
@@ -153,7 +153,7 @@ class ChunkEncoder:
         }
         if system_fingerprint is not None:
             envelope["system_fingerprint"] = system_fingerprint
-        self._head = compact_json(envelope)[:-1] + ',"choices":['
+        self._head = json_bytes(envelope)[:-1] + b',"choices":['
 
     @classmethod
     def matching(cls, upstream: dict[str, Any], fallback_model: str) -> ChunkEncoder:
@@ -166,13 +166,17 @@ class ChunkEncoder:
             system_fingerprint=upstream.get("system_fingerprint"),
         )
 
-    def chunk(self, index: int, delta: Delta, finish_reason: str | None = None) -> str:
-        reason = "null" if finish_reason is None else compact_json(finish_reason)
-        delta_json = compact_json(delta)
-        return f'{self._head}{{"index":{index},"delta":{delta_json},"finish_reason":{reason}}}]}}'
+    def chunk(self, index: int, delta: Delta, finish_reason: str | None = None) -> bytes:
+        reason = b"null" if finish_reason is None else json_bytes(finish_reason)
+        return b'%s{"index":%d,"delta":%s,"finish_reason":%s}]}' % (
+            self._head,
+            index,
+            json_bytes(delta),
+            reason,
+        )
 
-    def usage(self, usage: Any) -> str:
-        return f'{self._head}],"usage":{compact_json(usage)}}}'
+    def usage(self, usage: Any) -> bytes:
+        return b'%s],"usage":%s}' % (self._head, json_bytes(usage))
 
 
 class MessageBuilder:

@@ -153,7 +153,7 @@ class ChatExchange:
         if not self._chat.stream:
             return ChatAnswer(None, await self.answer(body))
         stream = await self.open_stream(body)
-        events = (data_event(payload) async for payload in chunk_payloads(stream))
+        events = (data_event(payload.encode()) async for payload in chunk_payloads(stream))
         return ChatAnswer(None, events=events, upstream=stream)
 
     def observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:

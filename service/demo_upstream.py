@@ -25,7 +25,8 @@ from starlette.routing import Route
 from protocols import Protocol, ToolCall, ToolSpec
 
 from .errors import error_body
-from .sse import data_event
+from .sse import DONE_EVENT, data_event
+from .wire_json import json_bytes
 
 DEMO_MODEL_ID = "demo"
 # Small enough that tags and JSON are split mid-token, as a real model's stream splits them.
@@ -208,7 +209,7 @@ async def _sse_chunks(
 
     def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
         payload = {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
-        return data_event(json.dumps(payload))
+        return data_event(json_bytes(payload))
 
     for start in range(0, len(reply), STREAM_CHUNK_CHARS):
         delta = {"role": "assistant"} if start == 0 else {}
@@ -217,4 +218,4 @@ async def _sse_chunks(
     yield chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])
     if usage is not None:
         yield chunk([], usage=usage)
-    yield data_event("[DONE]")
+    yield DONE_EVENT

@@ -4,7 +4,6 @@ that closes an upstream stream once a handler holds it, whichever way it is answ
 
 from __future__ import annotations
 
-import json
 import logging
 
 from starlette.requests import ClientDisconnect
@@ -16,6 +15,7 @@ from .errors import ProxyError
 from .headers import downstream_headers
 from .sse import EVENT_STREAM, data_event
 from .upstream import UpstreamStream
+from .wire_json import json_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,6 @@ class RelayResponse(Response):
             if not self._stream.headers.get("content-type", "").startswith(EVENT_STREAM):
                 raise  # the server drops the connection: a cut body must not look whole
             logger.warning("upstream failed mid-stream: %s", error.message)
-            event = data_event(json.dumps(error.body()))
+            event = data_event(json_bytes(error.body()))
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -5,7 +5,6 @@ Responses event stream. The upstream only ever sees chat completions."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -26,7 +25,7 @@ from .responses_events import Event, ResponseAssembler
 from .responses_request import ResponsesRequest, parse_responses_request
 from .rewrite import FORCED_CHOICES, rewrite_request
 from .sse import DONE, event_payload
-from .wire_json import COMPACT, json_bytes
+from .wire_json import json_bytes, json_value
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +104,7 @@ async def response_events(
             payload = event_payload(chat_event)
             if payload == DONE:
                 break
-            chunk = json.loads(payload)
+            chunk = json_value(payload)
             if "error" in chunk:
                 for event in assembler.fail(chunk["error"]):
                     yield _encoded(event)
@@ -136,5 +135,4 @@ async def response_events(
 
 def _encoded(event: Event) -> bytes:
     """One server-sent event named by its type, as OpenAI sends them."""
-    data = json.dumps(event, separators=COMPACT)
-    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+    return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))

@@ -75,9 +75,9 @@ async def data_payloads(lines: AsyncIterator[str]) -> AsyncIterator[str]:
             yield payload[1:] if payload.startswith(" ") else payload
 
 
-def data_event(payload: str) -> bytes:
+def data_event(payload: bytes) -> bytes:
     """One event carrying `payload` (which must not contain a newline: JSON never does)."""
-    return b"data: " + payload.encode() + b"\n\n"
+    return b"data: " + payload + b"\n\n"
 
 
 def event_payload(event: bytes) -> str:

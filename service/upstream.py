@@ -4,7 +4,6 @@ shared `httpx.AsyncClient`, under the total deadline, with failures mapped to `P
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ from .errors import UPSTREAM_ERROR, ProxyError, UpstreamStatusError
 from .headers import HeaderPairs
 from .metrics import ProxyMetrics, UpstreamFailure
 from .sse import LineSplitter
+from .wire_json import json_value
 
 # An upstream error body is read only this far: enough for any real error message, and an
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
@@ -193,7 +193,7 @@ class UpstreamStream:
     def json_object(self, body: bytes) -> dict[str, Any]:
         """`body` decoded as the JSON object it must be; anything else is a counted 502."""
         try:
-            answer = json.loads(body)
+            answer = json_value(body)
         except ValueError:
             answer = None
         if not isinstance(answer, dict):

@@ -5,6 +5,7 @@ invalid JSON in the client's stream and never a traceback."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import NoneType
 from typing import Any
 
 from .errors import UPSTREAM_ERROR, ProxyError
@@ -14,9 +15,15 @@ REASONING_KEYS = ("reasoning_content", "reasoning")
 TEXT_KEYS = ("content", *REASONING_KEYS)
 # Fields the proxy copies into the envelope of every chunk it writes.
 ENVELOPE_STRINGS = ("id", "model", "system_fingerprint")
+# isinstance with a tuple: `str | None` would build a union object on every check, and these
+# run for every streamed chunk.
+STRING_OR_NULL = (str, NoneType)
+OBJECT_OR_NULL = (dict, NoneType)
+NUMBER = (int, float)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass's __init__ costs three object.__setattr__ calls per chunk.
+@dataclass(slots=True)
 class UpstreamChoice:
     index: int
     delta: dict[str, Any]  # a chunk's `delta`, or a whole completion's `message`
@@ -35,10 +42,10 @@ def bad_chunk(what: str) -> ProxyError:
 def checked_envelope(chunk: dict[str, Any]) -> dict[str, Any]:
     """`chunk`, once its id, model, fingerprint (strings) and created (a number) are sane."""
     for key in ENVELOPE_STRINGS:
-        if not isinstance(chunk.get(key), str | None):
+        if not isinstance(chunk.get(key), STRING_OR_NULL):
             raise bad_chunk(f"{key!r} is not a string")
     created = chunk.get("created")
-    if created is not None and (isinstance(created, bool) or not isinstance(created, int | float)):
+    if created is not None and (isinstance(created, bool) or not isinstance(created, NUMBER)):
         raise bad_chunk("'created' is not a number")
     return chunk
 
@@ -47,7 +54,7 @@ def chunk_choices(chunk: dict[str, Any]) -> list[UpstreamChoice]:
     """A streamed chunk's choices: each an object with a non-negative integer `index`, an
     object `delta` (or `message`) whose texts are strings or null, a string-or-null
     `finish_reason`; and `usage` an object or null."""
-    if not isinstance(chunk.get("usage"), dict | None):
+    if not isinstance(chunk.get("usage"), OBJECT_OR_NULL):
         raise bad_chunk("'usage' is not an object")
     choices = chunk.get("choices")
     if choices is None:
@@ -65,10 +72,10 @@ def chunk_choices(chunk: dict[str, Any]) -> list[UpstreamChoice]:
         if not isinstance(delta, dict):
             raise bad_chunk("a choice's 'delta' is not an object")
         for key in TEXT_KEYS:
-            if not isinstance(delta.get(key), str | None):
+            if not isinstance(delta.get(key), STRING_OR_NULL):
                 raise bad_chunk(f"a delta's {key!r} is not a string")
         reason = choice.get("finish_reason")
-        if not isinstance(reason, str | None):
+        if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
         checked.append(UpstreamChoice(index, delta, reason))
     return checked
@@ -83,8 +90,8 @@ def answer_choices(answer: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
         raise bad_chunk("'choices' is not a list of objects")
     for choice in choices:
-        if not isinstance(choice.get("message"), dict | None):
+        if not isinstance(choice.get("message"), OBJECT_OR_NULL):
             raise bad_chunk("a choice's 'message' is not an object")
-        if not isinstance(choice.get("finish_reason"), str | None):
+        if not isinstance(choice.get("finish_reason"), STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
     return choices

@@ -1,7 +1,14 @@
-"""JSON as the proxy writes it on the wire: compact UTF-8, with any lone surrogate escaped.
+"""JSON as the proxy reads and writes it on the wire: orjson for speed (every streamed chunk
+is decoded once and its delta encoded once), the standard library for what orjson refuses.
 
-A lone surrogate (`"\\ud83d"`) is valid JSON, and real clients send one (JavaScript slicing a
-string through an emoji), as a model's output may; plain UTF-8 cannot encode it.
+orjson refuses a lone surrogate (`"\\ud83d"`): valid JSON, and real clients send one
+(JavaScript slicing a string through an emoji), as a model's output may. It also refuses
+NaN and Infinity, which Python's json reads and some servers write. Both are read and
+written by the standard library instead, so nothing orjson refuses becomes an error.
+
+U+0085, U+2028 and U+2029 are written escaped, as Python's json writes them: raw inside a
+JSON string they are valid, but clients that split an event stream into lines the way
+`str.splitlines` does (httpx's `aiter_lines` among them) would cut an event there.
 """
 
 from __future__ import annotations
@@ -9,21 +16,41 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from starlette.responses import Response
 
 COMPACT = (",", ":")
-# Compact ASCII JSON from one encoder made once: `json.dumps` with `separators` builds a new
-# encoder on every call, which cost more than encoding a streamed chunk's delta.
-compact_json = json.JSONEncoder(separators=COMPACT).encode
+LINE_BREAKS_ESCAPED = (
+    (b"\xc2\x85", b"\\u0085"),
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+)
 JSON_MEDIA_TYPE = "application/json"
 
 
 def json_bytes(value: Any) -> bytes:
-    """`value` as compact UTF-8 JSON. A lone surrogate can only occur inside a JSON string,
-    where `backslashreplace` writes it as `\\udXXX`: exactly JSON's escape for it."""
-    return json.dumps(value, ensure_ascii=False, separators=COMPACT).encode(
-        "utf-8", "backslashreplace"
-    )
+    """`value` as compact UTF-8 JSON. The fallback writes a lone surrogate (only ever inside
+    a string) with `backslashreplace` as `\\udXXX`: exactly JSON's escape for it."""
+    try:
+        encoded = orjson.dumps(value)
+    except TypeError:  # a lone surrogate, an integer past 64 bits, a key that is no string
+        encoded = json.dumps(value, ensure_ascii=False, separators=COMPACT).encode(
+            "utf-8", "backslashreplace"
+        )
+    # Two scans rule all three out (E2 80 also begins dashes and curly quotes: then replace).
+    if b"\xe2\x80" in encoded or b"\xc2\x85" in encoded:
+        for raw, escaped in LINE_BREAKS_ESCAPED:
+            encoded = encoded.replace(raw, escaped)
+    return encoded
+
+
+def json_value(text: str | bytes) -> Any:
+    """`text` decoded; a `ValueError` if it is not JSON. An integer past 64 bits comes back
+    as a float (orjson's reading): no field of the OpenAI API holds one."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # a lone surrogate, NaN: the standard library reads them
+        return json.loads(text)
 
 
 def json_response(value: Any, status_code: int = 200) -> Response:
