@@ -3,10 +3,13 @@ chunk decoded and re-encoded, nothing else), both in front of the same instant c
 upstream, in one run. Requests carry a tool, so the proxy parses. Printed: what each adds
 over the upstream alone, and the proxy's ratio to the relay.
 
-    python bench/versus_relay.py [--workers 1] [--repeat 200] [--long-chunks 2000]
+    python bench/versus_relay.py [--workers 1] [--rounds 5] [--repeat 40] [--long-chunks 2000]
 
 Each server runs in its own process (the proxy through its own command, so `--workers`
-is the real thing); the client shares the machine, so compare within one run only.
+is the real thing); the client shares the machine, so compare within one run only. The
+measurements go in rounds, each target in turn within a round, so a slower spell of a
+shared machine falls on both; each row shows the median over rounds, and the median of
+the rounds' own ratios.
 """
 
 from __future__ import annotations
@@ -41,17 +44,16 @@ def body(*, stream: bool, prose_chunks: int = 0) -> bytes:
     return json.dumps(request).encode()
 
 
-async def stream_seconds(client: httpx.AsyncClient, payload: bytes) -> tuple[float, float, int]:
-    """Seconds to the first body byte and to the end, and the number of body reads."""
+async def stream_seconds(
+    client: httpx.AsyncClient, payload: bytes, *, whole: bool = False
+) -> float:
+    """Seconds to the first body byte, or with `whole` to the end of the stream."""
     started = time.perf_counter()
-    first = 0.0
-    reads = 0
+    first = None
     async with client.stream("POST", CHAT_PATH, content=payload, headers=HEADERS) as response:
         async for _ in response.aiter_raw():
-            if not reads:
-                first = time.perf_counter() - started
-            reads += 1
-    return first, time.perf_counter() - started, reads
+            first = first or time.perf_counter() - started
+    return time.perf_counter() - started if whole or first is None else first
 
 
 async def post_seconds(client: httpx.AsyncClient, payload: bytes) -> float:
@@ -61,44 +63,39 @@ async def post_seconds(client: httpx.AsyncClient, payload: bytes) -> float:
     return time.perf_counter() - started
 
 
-async def median(repeat: int, one: Callable[[], Awaitable[float]]) -> float:
-    for _ in range(WARM_UP_REQUESTS):
-        await one()
-    return statistics.median([await one() for _ in range(repeat)])
+async def warm_up(target: Server) -> None:
+    async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
+        for _ in range(WARM_UP_REQUESTS):
+            await stream_seconds(client, body(stream=True))
+            await post_seconds(client, body(stream=False))
 
 
 async def sequential(target: Server, repeat: int, long_chunks: int) -> dict[str, float]:
     """One request at a time: medians of the short answer's first byte, whole stream and
     non-stream answer, and of a `long_chunks`-chunk stream; the server's CPU seconds per
-    short and per long stream."""
+    short and per long stream and per non-stream answer."""
     async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
         short = body(stream=True)
         long = body(stream=True, prose_chunks=long_chunks)
-        long_repeat = max(repeat // 20, 5)
+        whole = body(stream=False)
         cpu: dict[str, float] = {}
-
-        async def first_byte() -> float:
-            return (await stream_seconds(client, short))[0]
-
-        async def short_stream() -> float:
-            return (await stream_seconds(client, short))[1]
-
-        async def long_stream() -> float:
-            return (await stream_seconds(client, long))[1]
 
         async def timed(name: str, count: int, one: Callable[[], Awaitable[float]]) -> float:
             before = cpu_seconds(target)
-            result = await median(count, one)
-            cpu[name] = (cpu_seconds(target) - before) / (count + WARM_UP_REQUESTS)
-            return result
+            seconds = [await one() for _ in range(count)]
+            cpu[name] = (cpu_seconds(target) - before) / count
+            return statistics.median(seconds)
 
+        first_bytes = [await stream_seconds(client, short) for _ in range(repeat)]
         return {
-            "first_byte": await median(repeat, first_byte),
-            "short_stream": await timed("short_cpu", repeat, short_stream),
-            "non_stream": await timed(
-                "post_cpu", repeat, lambda: post_seconds(client, body(stream=False))
+            "first_byte": statistics.median(first_bytes),
+            "short_stream": await timed(
+                "short_cpu", repeat, lambda: stream_seconds(client, short, whole=True)
             ),
-            "long_stream": await timed("long_cpu", long_repeat, long_stream),
+            "non_stream": await timed("post_cpu", repeat, lambda: post_seconds(client, whole)),
+            "long_stream": await timed(
+                "long_cpu", max(repeat // 20, 3), lambda: stream_seconds(client, long, whole=True)
+            ),
         } | cpu
 
 
@@ -174,9 +171,12 @@ def requests_counted(url: str) -> float:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--workers", type=int, default=1, help="proxy worker processes")
-    options.add_argument("--repeat", type=int, default=200, help="sequential requests per row")
+    options.add_argument("--rounds", type=int, default=5, help="measurement rounds")
+    options.add_argument("--repeat", type=int, default=40, help="requests per row and round")
     options.add_argument("--long-chunks", type=int, default=2000, help="per-chunk row's length")
-    options.add_argument("--concurrent-requests", type=int, default=640)
+    options.add_argument(
+        "--concurrent-requests", type=int, default=640, help="streams per concurrent round"
+    )
     options.add_argument(
         "--concurrent-chunks", type=int, default=200, help="prose chunks per concurrent stream"
     )
@@ -201,45 +201,53 @@ def main() -> None:
             server(proxy_command, ports["proxy"], proxy_env) as proxy,
             server(relay_command, ports["relay"], relay_env) as relay,
         ):
+            targets = {"upstream": upstream, "proxy": proxy, "relay": relay}
             counted_before = requests_counted(proxy.url)
-            results = {}
-            for name, target in (("upstream", upstream), ("proxy", proxy), ("relay", relay)):
-                results[name] = asyncio.run(sequential(target, args.repeat, args.long_chunks))
-            rates = {
-                name: asyncio.run(
-                    concurrent_rate(target, args.concurrent_requests, args.concurrent_chunks)
-                )
-                for name, target in (("proxy", proxy), ("relay", relay))
-            }
+            for target in targets.values():
+                asyncio.run(warm_up(target))
+            rounds = []
+            for _ in range(args.rounds):
+                results = {
+                    name: asyncio.run(sequential(target, args.repeat, args.long_chunks))
+                    for name, target in targets.items()
+                }
+                rates = {
+                    name: asyncio.run(
+                        concurrent_rate(
+                            targets[name], args.concurrent_requests, args.concurrent_chunks
+                        )
+                    )
+                    for name in ("proxy", "relay")
+                }
+                rounds.append((results, rates))
             rss = {"proxy": peak_rss_mb(proxy), "relay": peak_rss_mb(relay)}
             counted = requests_counted(proxy.url) - counted_before
-    report(args, results, rates, rss, counted)
+    report(args, rounds, rss, counted)
 
 
-def report(
-    args: argparse.Namespace,
-    results: dict[str, dict[str, float]],
-    rates: dict[str, tuple[float, float]],
-    rss: dict[str, float],
-    counted: float,
-) -> None:
+Row = tuple[str, float, float]
+
+
+def round_rows(
+    long_chunks: int, results: dict[str, dict[str, float]], rates: dict[str, tuple[float, float]]
+) -> list[Row]:
+    """One round's rows: (label, proxy's value, relay's value)."""
+
     def added(name: str, key: str) -> float:
         return results[name][key] - results["upstream"][key]
 
     # The long stream is the short answer plus `long_chunks` prose chunks: the difference
     # over those chunks is the cost of one more chunk, as wall time added to the upstream's
     # and as the server's own CPU time (steadier: the stages of a stream overlap in time).
-    wall_per_chunk = {
-        name: (added(name, "long_stream") - added(name, "short_stream")) / args.long_chunks * 1e6
-        for name in ("proxy", "relay")
-    }
-    cpu_per_chunk = {
-        name: (results[name]["long_cpu"] - results[name]["short_cpu"]) / args.long_chunks * 1e6
-        for name in ("proxy", "relay")
-    }
-    rows = [
-        ("added per streamed chunk (µs)", wall_per_chunk["proxy"], wall_per_chunk["relay"]),
-        ("server CPU per chunk (µs)", cpu_per_chunk["proxy"], cpu_per_chunk["relay"]),
+    def wall_per_chunk(name: str) -> float:
+        return (added(name, "long_stream") - added(name, "short_stream")) / long_chunks * 1e6
+
+    def cpu_per_chunk(name: str) -> float:
+        return (results[name]["long_cpu"] - results[name]["short_cpu"]) / long_chunks * 1e6
+
+    return [
+        ("added per streamed chunk (µs)", wall_per_chunk("proxy"), wall_per_chunk("relay")),
+        ("server CPU per chunk (µs)", cpu_per_chunk("proxy"), cpu_per_chunk("relay")),
         *(
             (label, added("proxy", key) * 1e3, added("relay", key) * 1e3)
             for label, key in (
@@ -247,28 +255,50 @@ def report(
                 ("non-stream added (ms)", "non_stream"),
             )
         ),
-        (
-            "server CPU per non-stream (ms)",
-            results["proxy"]["post_cpu"] * 1e3,
-            results["relay"]["post_cpu"] * 1e3,
+        *(
+            (label, results["proxy"][key] * 1e3, results["relay"][key] * 1e3)
+            for label, key in (
+                ("server CPU per short stream (ms)", "short_cpu"),
+                ("server CPU per non-stream (ms)", "post_cpu"),
+            )
         ),
         (f"{CONCURRENT_STREAMS} concurrent streams (req/s)", rates["proxy"][0], rates["relay"][0]),
         ("  server CPU per stream (ms)", rates["proxy"][1], rates["relay"][1]),
-        ("peak RSS (MB)", rss["proxy"], rss["relay"]),
     ]
+
+
+def report(
+    args: argparse.Namespace,
+    rounds: list[tuple[dict[str, dict[str, float]], dict[str, tuple[float, float]]]],
+    rss: dict[str, float],
+    counted: float,
+) -> None:
+    per_round = [round_rows(args.long_chunks, results, rates) for results, rates in rounds]
     print(
-        f"proxy workers {args.workers}; {args.repeat} sequential requests per row, "
-        f"{args.long_chunks}-chunk stream for the per-chunk row, {CONCURRENT_STREAMS} concurrent "
-        f"streams of {args.concurrent_chunks} chunks + the answer"
+        f"proxy workers {args.workers}; {args.rounds} rounds of {args.repeat} sequential "
+        f"requests per row, a {args.long_chunks}-chunk stream for the per-chunk rows, "
+        f"{CONCURRENT_STREAMS} concurrent streams of {args.concurrent_chunks} chunks + the answer"
     )
-    print(f"{'':<32} {'toolcall-proxy':>15} {'bare relay':>11} {'ratio':>7}")
-    for label, proxy_value, relay_value in rows:
-        ratio = proxy_value / relay_value if relay_value else float("nan")
-        print(f"{label:<32} {proxy_value:>15.2f} {relay_value:>11.2f} {ratio:>6.2f}x")
-    upstream = results["upstream"]
+    print(f"{'':<34} {'toolcall-proxy':>15} {'bare relay':>11} {'ratio':>7}  ratio per round")
+    for row, label in enumerate(label for label, _, _ in per_round[0]):
+        proxy_values = [rows[row][1] for rows in per_round]
+        relay_values = [rows[row][2] for rows in per_round]
+        ratios = [rows[row][1] / rows[row][2] for rows in per_round]
+        print(
+            f"{label:<34} {statistics.median(proxy_values):>15.2f} "
+            f"{statistics.median(relay_values):>11.2f} {statistics.median(ratios):>6.2f}x  "
+            + " ".join(f"{ratio:.2f}" for ratio in ratios)
+        )
+    ratio = rss["proxy"] / rss["relay"]
+    print(f"{'peak RSS (MB)':<34} {rss['proxy']:>15.2f} {rss['relay']:>11.2f} {ratio:>6.2f}x")
+    upstream = [results["upstream"] for results, _ in rounds]
+
+    def upstream_ms(key: str) -> float:
+        return statistics.median(result[key] for result in upstream) * 1e3
+
     print(
-        f"upstream alone: first byte {upstream['first_byte'] * 1e3:.2f} ms, non-stream "
-        f"{upstream['non_stream'] * 1e3:.2f} ms, long stream {upstream['long_stream'] * 1e3:.1f} ms"
+        f"upstream alone: first byte {upstream_ms('first_byte'):.2f} ms, non-stream "
+        f"{upstream_ms('non_stream'):.2f} ms, long stream {upstream_ms('long_stream'):.1f} ms"
     )
     print(f"proxy requests_total grew by {counted:.0f} (summed over its workers)")
 
