@@ -19,7 +19,7 @@ from .errors import (
 )
 from .metrics import UpstreamFailure
 from .parser_config import OutputParsing
-from .sse import DONE, DONE_EVENT, data_event, data_payloads
+from .sse import DONE, DONE_EVENT, data_event
 from .upstream import UpstreamStream
 from .upstream_answer import (
     REASONING_KEYS,
@@ -155,7 +155,7 @@ def chunk_payloads(stream: UpstreamStream) -> AsyncIterator[str]:
     choices hold a `message` where chunks hold a `delta`."""
     if stream.headers.get("content-type", "").startswith(JSON_MEDIA_TYPE):
         return _whole_body(stream)
-    return data_payloads(stream.lines())
+    return stream.data_payloads()
 
 
 async def _whole_body(stream: UpstreamStream) -> AsyncIterator[str]:

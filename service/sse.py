@@ -3,14 +3,14 @@ ready-made event bytes for sse-starlette to send to the client."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterable
 
 from .errors import UPSTREAM_ERROR, ProxyError
 
 EVENT_STREAM = "text/event-stream"
 DONE = "[DONE]"
 DONE_EVENT = b"data: [DONE]\n\n"
-DATA_FIELD = "data:"
+DATA_FIELD = b"data:"
 
 
 class LineSplitter:
@@ -21,7 +21,7 @@ class LineSplitter:
 
     >>> splitter = LineSplitter(max_line_bytes=1024)
     >>> splitter.feed(b"data: 1\r"), splitter.feed(b"\ndata: 2\n\n")
-    (['data: 1'], ['data: 2', ''])
+    ([b'data: 1'], [b'data: 2', b''])
     """
 
     __slots__ = ("_after_cr", "_max_line_bytes", "_pending")
@@ -31,26 +31,26 @@ class LineSplitter:
         self._pending = b""
         self._after_cr = False  # the last line ended in CR: an LF opening the next is its end
 
-    def feed(self, data: bytes) -> list[str]:
+    def feed(self, data: bytes) -> list[bytes]:
         if self._after_cr and data.startswith(b"\n"):
             data = data[1:]
-        self._after_cr = False
+        if self._pending:
+            data = self._pending + data
         # bytes.splitlines breaks at CR, LF and CRLF only (str.splitlines at many more).
-        lines = (self._pending + data).splitlines(keepends=True)
-        self._pending = lines.pop() if lines and not lines[-1].endswith((b"\n", b"\r")) else b""
-        if len(self._pending) > self._max_line_bytes:
+        lines = data.splitlines()
+        ended = data.endswith((b"\n", b"\r"))
+        self._pending = b"" if ended or not lines else lines.pop()
+        self._after_cr = data.endswith(b"\r")
+        if len(self._pending) > self._max_line_bytes or (
+            lines and max(map(len, lines)) > self._max_line_bytes
+        ):
             raise self._too_long()
-        if not lines:
-            return []
-        if max(map(len, lines)) > self._max_line_bytes + len(b"\r\n"):
-            raise self._too_long()
-        self._after_cr = not self._pending and lines[-1].endswith(b"\r")
-        return [line.rstrip(b"\r\n").decode("utf-8", "replace") for line in lines]
+        return lines
 
-    def finish(self) -> list[str]:
+    def finish(self) -> list[bytes]:
         """The last line, when the body did not end with a line break."""
         pending, self._pending = self._pending, b""
-        return [pending.decode("utf-8", "replace")] if pending else []
+        return [pending] if pending else []
 
     def _too_long(self) -> ProxyError:
         return ProxyError(
@@ -61,18 +61,22 @@ class LineSplitter:
         )
 
 
-async def data_payloads(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+def data_payloads(lines: Iterable[bytes]) -> list[str]:
     """The payload of every `data:` line; comments, `event:`, `id:` and blank lines skipped.
 
     OpenAI-compatible servers put each JSON chunk on one `data:` line, so each line is
     dispatched on its own: that also copes with servers that omit the blank line between
     events, at the price of not joining multi-line data (which no such server sends).
+
+    >>> data_payloads([b"data: {}", b"", b": ping", b"data:[DONE]"])
+    ['{}', '[DONE]']
     """
-    async for line in lines:
-        if line.startswith(DATA_FIELD):
-            payload = line[len(DATA_FIELD) :]
-            # The SSE spec strips exactly one space after the colon.
-            yield payload[1:] if payload.startswith(" ") else payload
+    return [
+        # The SSE spec strips exactly one space after the colon.
+        line[6 if line.startswith(b" ", 5) else 5 :].decode("utf-8", "replace")
+        for line in lines
+        if line.startswith(DATA_FIELD)
+    ]
 
 
 def data_event(payload: bytes) -> bytes:

@@ -17,7 +17,7 @@ import httpx
 from .errors import UPSTREAM_ERROR, ProxyError, UpstreamStatusError
 from .headers import HeaderPairs
 from .metrics import ProxyMetrics, UpstreamFailure
-from .sse import LineSplitter
+from .sse import LineSplitter, data_payloads
 from .wire_json import json_value
 
 # An upstream error body is read only this far: enough for any real error message, and an
@@ -102,7 +102,7 @@ class UpstreamStream:
 
         stream = await upstream.open_stream("POST", url, headers=headers, content=body)
         try:
-            async for line in stream.lines():
+            async for payload in stream.data_payloads():
                 ...
         finally:
             await stream.aclose()
@@ -135,8 +135,9 @@ class UpstreamStream:
         async for chunk in self._before_deadline(self.response.aiter_raw()):
             yield chunk
 
-    async def lines(self) -> AsyncIterator[str]:
-        """The (decoded) body's lines, split at CR, LF and CRLF only, each bounded."""
+    async def data_payloads(self) -> AsyncIterator[str]:
+        """The payloads of the (decoded) event stream's `data:` lines; its lines split at
+        CR, LF and CRLF only, each bounded."""
         splitter = LineSplitter(self._limits.max_line_bytes)
         async for chunk in self._before_deadline(self.response.aiter_bytes()):
             try:
@@ -144,10 +145,10 @@ class UpstreamStream:
             except ProxyError:
                 self.failed(UpstreamFailure.BAD_RESPONSE)
                 raise
-            for line in lines:
-                yield line
-        for line in splitter.finish():
-            yield line
+            for payload in data_payloads(lines):
+                yield payload
+        for payload in data_payloads(splitter.finish()):
+            yield payload
 
     async def read_body(self) -> bytes:
         """The whole (decoded) body; past `max_body_bytes` (a decompression bomb, a runaway

@@ -26,6 +26,7 @@ from service.observer import CompletionObserver
 from service.parser_config import OutputParsing
 from service.request_record import RequestRecord
 from service.settings import Settings
+from service.sse import LineSplitter, data_payloads
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -36,13 +37,14 @@ class ScriptedStream:
 
     def __init__(self, reply: Reply, asked: dict[str, Any]) -> None:
         self.headers = {"content-type": "text/event-stream"}
-        self._body = b"".join(event_stream(reply, asked)).decode()
+        self._body = b"".join(event_stream(reply, asked))
         self.failures: list[UpstreamFailure] = []
         self.closed = False
 
-    async def lines(self) -> AsyncIterator[str]:
-        for line in self._body.splitlines():
-            yield line
+    async def data_payloads(self) -> AsyncIterator[str]:
+        splitter = LineSplitter(max_line_bytes=len(self._body))
+        for payload in data_payloads([*splitter.feed(self._body), *splitter.finish()]):
+            yield payload
 
     def failed(self, kind: UpstreamFailure) -> None:
         self.failures.append(kind)

@@ -144,7 +144,15 @@ def test_idle_keep_alive_connection_is_closed(serve_proxy: ServeProxy) -> None:
 def test_requests_beyond_the_concurrency_cap_get_503(serve_proxy: ServeProxy) -> None:
     url = serve_proxy(server_max_concurrency=2)
 
-    with connect(url) as holder, connect(url) as sock:
+    with connect(url) as holder:
+        # Answered before the second connection opens (while it is the only one), then kept
+        # open, so the server counts it when the second request comes.
         holder.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\n\r\n")
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
-        assert parse_reply(read_until_closed(sock)).status == 503
+        answered = b""
+        while b'"ok"}' not in answered:
+            received = holder.recv(4096)
+            assert received, "the server closed the first connection"
+            answered += received
+        with connect(url) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+            assert parse_reply(read_until_closed(sock)).status == 503
