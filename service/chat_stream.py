@@ -94,7 +94,7 @@ async def stream_completion(
                 complete = True
                 await _release_after_done(payloads, stream)  # before the last events
                 break
-            chunk, upstream_choices = _decoded(payload, stream)
+            chunk, upstream_choices = _decoded(payload, stream, first=encoder is None)
             if encoder is None:
                 encoder = ChunkEncoder.matching(chunk, fallback_model)
             for upstream_choice in upstream_choices:
@@ -163,9 +163,12 @@ async def _whole_body(stream: UpstreamStream) -> AsyncIterator[str]:
     yield DONE  # a whole body is complete: a cut one fails while it is read
 
 
-def _decoded(payload: str, stream: UpstreamStream) -> tuple[dict[str, Any], list[UpstreamChoice]]:
-    """One upstream chunk and its checked choices; an upstream `error` event or a garbled
-    or malformed chunk is counted, raised."""
+def _decoded(
+    payload: str, stream: UpstreamStream, *, first: bool
+) -> tuple[dict[str, Any], list[UpstreamChoice]]:
+    """One upstream chunk and its checked choices, and the first chunk's envelope checked
+    too (the only envelope the answer copies); an upstream `error` event or a garbled or
+    malformed chunk is counted, raised."""
     try:
         chunk = json_value(payload)
     except ValueError:
@@ -176,7 +179,7 @@ def _decoded(payload: str, stream: UpstreamStream) -> tuple[dict[str, Any], list
     try:
         if not isinstance(chunk, dict):
             raise bad_chunk("not a JSON object")
-        return checked_envelope(chunk), chunk_choices(chunk)
+        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk)
     except ProxyError:
         stream.failed(UpstreamFailure.BAD_RESPONSE)
         raise
