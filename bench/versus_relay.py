@@ -159,12 +159,12 @@ def peak_rss_mb(process: Server) -> float:
 
 
 def requests_counted(url: str) -> float:
-    """The proxy's `requests_total` summed over its label sets (and workers)."""
+    """The proxy's chat `requests_total` summed over its label sets (and workers)."""
     text = httpx.get(f"{url}/metrics").text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith("toolcall_proxy_requests_total{")
+        if line.startswith("toolcall_proxy_requests_total{") and 'route="chat"' in line
     )
 
 

@@ -1,0 +1,129 @@
+"""How 64 concurrent streams scale from one proxy worker to `--workers N`, in one run: two
+proxies (one worker, N workers) in front of the same instant canned upstream, measured in
+turn over several rounds. Printed per proxy: streams per second, and the CPU each stream
+costs the proxy, the upstream and this client; and whether the workers' metrics add up to
+the streams sent.
+
+    python bench/workers_scaling.py [--workers 2] [--rounds 5] [--requests 640]
+
+The upstream and the client share the machine's cores with the proxy, so the CPU they
+spend per stream bounds what any number of workers can reach: the ceiling printed is the
+rate at which the proxy, the upstream and the client together would use every core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import statistics
+import sys
+import tempfile
+
+from proxy import HERE, Server, free_port, server
+from versus_relay import CONCURRENT_STREAMS, concurrent_rate, cpu_seconds, requests_counted
+
+
+def streams_sent(requests: int) -> int:
+    """What `concurrent_rate` sends for `requests`: whole rounds of 64, after a warm-up 64."""
+    return (max(requests // CONCURRENT_STREAMS, 1) + 1) * CONCURRENT_STREAMS
+
+
+def client_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(target: Server, upstream: Server, requests: int, chunks: int) -> dict[str, float]:
+    """Streams per second, and CPU milliseconds per stream of the proxy, upstream, client."""
+    upstream_before, client_before = cpu_seconds(upstream), client_cpu_seconds()
+    rate, proxy_ms = asyncio.run(concurrent_rate(target, requests, chunks))
+    streams = streams_sent(requests)
+    return {
+        "rate": rate,
+        "proxy_ms": proxy_ms,
+        "upstream_ms": (cpu_seconds(upstream) - upstream_before) / streams * 1e3,
+        "client_ms": (client_cpu_seconds() - client_before) / streams * 1e3,
+    }
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--workers", type=int, default=2, help="the second proxy's workers")
+    options.add_argument("--rounds", type=int, default=5)
+    options.add_argument("--requests", type=int, default=640, help="streams per round")
+    options.add_argument("--chunks", type=int, default=200, help="prose chunks per stream")
+    args = options.parse_args()
+    uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
+    upstream_port = free_port()
+    upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
+    upstream_command += ["--app-dir", str(HERE), "--port", str(upstream_port)]
+    with (
+        tempfile.TemporaryDirectory() as metrics_dir,
+        server(upstream_command, upstream_port) as upstream,
+    ):
+        env = {"UPSTREAM_BASE_URL": f"{upstream.url}/v1", "ACCESS_LOG": "false"}
+        proxies = {}
+        for workers in (1, args.workers):
+            port = free_port()
+            command = [sys.executable, "-m", "service", "--log-level", "warning"]
+            command += ["--port", str(port), "--workers", str(workers)]
+            worker_env = dict(env)
+            if workers > 1:
+                worker_env["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(metrics_dir, str(workers))
+            proxies[workers] = (command, port, worker_env)
+        with (
+            server(*proxies[1]) as single,
+            server(*proxies[args.workers]) as several,
+        ):
+            targets = {1: single, args.workers: several}
+            counted_before = {n: requests_counted(t.url) for n, t in targets.items()}
+            rounds: dict[int, list[dict[str, float]]] = {n: [] for n in targets}
+            for _ in range(args.rounds):
+                for workers, target in targets.items():
+                    rounds[workers].append(measured(target, upstream, args.requests, args.chunks))
+            counted = {n: requests_counted(t.url) - counted_before[n] for n, t in targets.items()}
+    report(args, rounds, counted)
+
+
+def report(
+    args: argparse.Namespace, rounds: dict[int, list[dict[str, float]]], counted: dict[int, float]
+) -> None:
+    cores = os.cpu_count() or 1
+    print(
+        f"{cores} cores; {args.rounds} rounds of {args.requests} streams of {args.chunks} chunks, "
+        f"{CONCURRENT_STREAMS} at a time; medians over rounds"
+    )
+    print(
+        f"{'workers':>7} {'streams/s':>10} {'proxy ms':>9} {'upstream ms':>12} {'client ms':>10}"
+        f" {'ceiling/s':>10} {'requests counted':>17}"
+    )
+    rates = {}
+    for workers, results in rounds.items():
+
+        def median(key: str, results: list[dict[str, float]] = results) -> float:
+            return statistics.median(result[key] for result in results)
+
+        rates[workers] = median("rate")
+        total_ms = median("proxy_ms") + median("upstream_ms") + median("client_ms")
+        # One worker uses one core at most; the machine's cores are shared by everyone.
+        ceiling = min(workers / median("proxy_ms"), cores / total_ms) * 1e3
+        sent = args.rounds * streams_sent(args.requests)
+        print(
+            f"{workers:>7} {rates[workers]:>10.1f} {median('proxy_ms'):>9.2f} "
+            f"{median('upstream_ms'):>12.2f} {median('client_ms'):>10.2f} {ceiling:>10.1f} "
+            f"{counted[workers]:>8.0f} of {sent}"
+        )
+    scaling = [
+        several["rate"] / single["rate"]
+        for single, several in zip(rounds[1], rounds[args.workers], strict=True)
+    ]
+    print(
+        f"scaling 1 -> {args.workers} workers: {statistics.median(scaling):.2f}x "
+        f"(per round {' '.join(f'{ratio:.2f}' for ratio in scaling)})"
+    )
+
+
+if __name__ == "__main__":
+    main()
