@@ -96,7 +96,8 @@ def create_app(settings: Settings) -> FastAPI:
         metrics=metrics,
         access_log=settings.access_log,
     )
-    client_key = [Depends(ClientKeys(settings.proxy_api_keys))]
+    # Without keys there is nothing to check, and FastAPI would resolve the dependency anyway.
+    client_key = [Depends(ClientKeys(settings.proxy_api_keys))] if settings.proxy_api_keys else []
 
     @app.post("/v1/chat/completions", dependencies=client_key)
     async def chat_completions(request: Request) -> Response:

@@ -15,15 +15,13 @@ BEARER = "bearer"
 
 
 class ClientKeys:
-    """A FastAPI dependency: `dependencies=[Depends(ClientKeys(settings.proxy_api_keys))]`.
-    With no keys configured every request passes."""
+    """A FastAPI dependency: `dependencies=[Depends(ClientKeys(settings.proxy_api_keys))]`,
+    for a deployment with keys."""
 
     def __init__(self, keys: Iterable[SecretStr]) -> None:
         self._keys = [key.get_secret_value().encode() for key in keys]
 
     async def __call__(self, request: Request) -> None:
-        if not self._keys:
-            return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         presented = token.strip().encode()
         # Every key is compared, so the time taken does not tell which one nearly matched.
