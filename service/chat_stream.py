@@ -19,7 +19,7 @@ from .errors import (
 )
 from .metrics import UpstreamFailure
 from .parser_config import OutputParsing
-from .sse import DONE, DONE_EVENT, data_event
+from .sse import DONE, DONE_EVENT, EventStream, data_event
 from .upstream import UpstreamStream
 from .upstream_answer import (
     REASONING_KEYS,
@@ -78,7 +78,7 @@ class _ChoiceStream:
 
 async def stream_completion(
     stream: UpstreamStream, parsing: OutputParsing, *, include_usage: bool, fallback_model: str
-) -> AsyncIterator[bytes]:
+) -> EventStream:
     """SSE event bytes for the client. A failure after the first event becomes one
     `data: {"error": ...}` event and the stream ends there, without `[DONE]`."""
     encoder: ChunkEncoder | None = None

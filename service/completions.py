@@ -3,7 +3,6 @@ by relaying (nothing to parse), parsing a stream, parsing a whole answer, or for
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ from .request_body import read_limited
 from .request_record import request_record
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .routing import Target
-from .sse import data_event
+from .sse import EventStream, data_event
 from .upstream import UpstreamStream
 from .upstream_answer import answer_choices
 from .wire_json import json_bytes, json_response
@@ -89,7 +88,7 @@ class ChatAnswer:
 
     trace: ParserTrace | None
     completion: dict[str, Any] | None = None
-    events: AsyncIterator[bytes] | None = None
+    events: EventStream | None = None
     upstream: UpstreamStream | None = None
 
 
@@ -203,7 +202,7 @@ def traced_json_response(answer: dict[str, Any], trace: ParserTrace | None) -> R
 
 
 def traced_event_response(
-    events: AsyncIterator[bytes],
+    events: EventStream,
     trace: ParserTrace | None,
     upstream: UpstreamStream | None,
     *,

@@ -23,6 +23,8 @@ from typing import Any
 
 from protocols import ParseError, Part, Protocol, Segment, StreamParser, ToolCall, ToolSpec
 
+from .sse import EventStream
+
 debug_logger = logging.getLogger("toolcall_proxy.debug")
 
 
@@ -117,7 +119,7 @@ class ParserTrace:
             self.log("upstream", payload)
             yield payload
 
-    async def client_events(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def client_events(self, events: EventStream) -> EventStream:
         async for event in events:
             self.log("client", event.removeprefix(EVENT_PREFIX).decode().rstrip())
             yield event

@@ -10,18 +10,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from .sse import EventStream
+
 # Events queued before the producer waits for the client: a client reading slower than the
 # upstream writes holds the upstream back (as a direct stream would) past this many.
 MAX_QUEUED_EVENTS = 256
 
 
-async def joined_when_ready(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """`events`, those produced while the consumer was busy joined into one item. `events`
-    runs in a task of its own, cancelled if the consumer stops early; its error, if any,
-    is raised here after the events it produced before it."""
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the events ended
-    producer = asyncio.create_task(_produce(events, queue))
+async def joined_when_ready(events: EventStream) -> EventStream:
+    """`events`, those produced while the consumer was busy joined into one item. The first
+    is taken in the consumer's own task, so the client's first byte waits for no task to
+    start; the rest are produced in a task of their own, cancelled if the consumer stops
+    early. An error of `events` is raised here after the events it produced before it."""
     try:
+        first = await anext(events)
+    except StopAsyncIteration:
+        return
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the events ended
+    producer = None
+    try:
+        yield first
+        producer = asyncio.create_task(_produce(events, queue))
         while True:
             batch = [await queue.get()]
             while not queue.empty():
@@ -37,19 +46,18 @@ async def joined_when_ready(events: AsyncIterator[bytes]) -> AsyncIterator[bytes
                 break
         await producer
     finally:
-        producer.cancel()
-        await asyncio.wait([producer])  # its cleanup (closing the upstream) done first
+        if producer is None:
+            await events.aclose()
+        else:
+            producer.cancel()
+            await asyncio.wait([producer])  # its cleanup (closing the upstream) done first
 
 
 async def _produce(events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:
-    # The first event is sent before the next is produced: the client's first byte does not
-    # wait for the rest of the upstream's first read to be parsed.
-    first = True
     try:
         async for event in events:
             queue.put_nowait(event)
-            if first or queue.qsize() >= MAX_QUEUED_EVENTS:
-                first = False
+            if queue.qsize() >= MAX_QUEUED_EVENTS:
                 await queue.join()
     finally:
         queue.put_nowait(None)

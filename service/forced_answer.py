@@ -4,7 +4,6 @@ call, streamed to the client when it asked for a stream."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from protocols import Part, Protocol
@@ -15,7 +14,7 @@ from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder
 from .debug import ParserTrace, parse_traced
 from .observer import CompletionObserver
 from .rewrite import offered_tools
-from .sse import DONE_EVENT, data_event
+from .sse import DONE_EVENT, EventStream, data_event
 from .upstream_answer import answer_choices, checked_envelope
 
 TOOL_CALLS = "tool_calls"
@@ -59,7 +58,7 @@ def forced_call_completion(answer: dict[str, Any], deltas: list[Delta]) -> dict[
 
 async def forced_call_events(
     answer: dict[str, Any], deltas: list[Delta], *, include_usage: bool, fallback_model: str
-) -> AsyncIterator[bytes]:
+) -> EventStream:
     """The streaming answer: role, the call's start, its arguments, finish, usage, [DONE]."""
     encoder = ChunkEncoder.matching(checked_envelope(answer), fallback_model)
     for delta in [ROLE_DELTA, *deltas]:

@@ -24,7 +24,7 @@ from .response_store import ResponseStore
 from .responses_events import Event, ResponseAssembler
 from .responses_request import ResponsesRequest, parse_responses_request
 from .rewrite import FORCED_CHOICES, rewrite_request
-from .sse import DONE, event_payload
+from .sse import DONE, EventStream, event_payload
 from .wire_json import json_bytes, json_value
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ async def response_events(
     chat_events: AsyncIterator[bytes],
     *,
     on_finished: Callable[[], None],
-) -> AsyncIterator[bytes]:
+) -> EventStream:
     """The Responses event stream for a chat event stream (choice 0). A failure, in the
     upstream or here, ends it with `error` and `response.failed`."""
     for event in assembler.start():

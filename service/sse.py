@@ -3,7 +3,7 @@ ready-made event bytes for sse-starlette to send to the client."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
 
 from .errors import UPSTREAM_ERROR, ProxyError
 
@@ -11,6 +11,8 @@ EVENT_STREAM = "text/event-stream"
 DONE = "[DONE]"
 DONE_EVENT = b"data: [DONE]\n\n"
 DATA_FIELD = b"data:"
+# SSE event bytes for the client, from an async generator: closed at once if the client goes.
+EventStream = AsyncGenerator[bytes, None]
 
 
 class LineSplitter:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import pytest
 
 from service.event_batches import MAX_QUEUED_EVENTS, joined_when_ready
 
 
-async def collected(events: AsyncIterator[bytes]) -> list[bytes]:
+async def collected(events: AsyncGenerator[bytes, None]) -> list[bytes]:
     return [item async for item in joined_when_ready(events)]
 
 
@@ -18,7 +18,7 @@ def test_the_first_event_goes_out_alone_then_those_produced_together_together() 
     async def scenario() -> list[bytes]:
         more = asyncio.Event()
 
-        async def events() -> AsyncIterator[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
             yield b"a\n\n"
             yield b"b\n\n"
             yield b"c\n\n"
@@ -37,7 +37,7 @@ def test_an_error_is_raised_after_the_events_produced_before_it() -> None:
     received: list[bytes] = []
 
     async def scenario() -> None:
-        async def events() -> AsyncIterator[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
             yield b"a\n\n"
             raise ValueError("broken")
 
@@ -53,7 +53,7 @@ def test_a_consumer_that_stops_early_has_the_producer_closed() -> None:
     closed = []
 
     async def scenario() -> bytes:
-        async def events() -> AsyncIterator[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
             try:
                 yield b"a\n\n"
                 await asyncio.Event().wait()  # an upstream that never sends again
@@ -73,7 +73,7 @@ def test_a_slow_consumer_holds_the_producer_back() -> None:
     produced = 0
 
     async def scenario() -> list[bytes]:
-        async def events() -> AsyncIterator[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
             nonlocal produced
             for _ in range(3 * MAX_QUEUED_EVENTS):
                 produced += 1
@@ -92,3 +92,29 @@ def test_a_slow_consumer_holds_the_producer_back() -> None:
     batches = asyncio.run(scenario())
     assert b"".join(batches) == b"e\n\n" * 3 * MAX_QUEUED_EVENTS
     assert all(batch.count(b"\n\n") <= MAX_QUEUED_EVENTS for batch in batches)
+
+
+def test_the_first_event_is_taken_in_the_consumers_own_task() -> None:
+    producing_tasks = []
+
+    async def scenario() -> list[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
+            for event in (b"a\n\n", b"b\n\n"):
+                producing_tasks.append(asyncio.current_task())
+                yield event
+
+        consumer = asyncio.current_task()
+        received = await collected(events())
+        assert producing_tasks[0] is consumer  # no task had to start for the first byte
+        assert producing_tasks[1] is not consumer
+        return received
+
+    assert asyncio.run(scenario()) == [b"a\n\n", b"b\n\n"]
+
+
+def test_no_events_give_nothing() -> None:
+    async def events() -> AsyncGenerator[bytes, None]:
+        return
+        yield b""
+
+    assert asyncio.run(collected(events())) == []
