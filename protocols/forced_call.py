@@ -10,6 +10,7 @@ from typing import Any
 from .base import Protocol
 from .call_objects import ARGUMENT_KEYS, NAME_KEYS, CallObjectError, call_from_object
 from .coerce import coerce_by_schema
+from .json_text import json_text
 from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
 from .prompting import example_arguments, tool_declarations
 from .relaxed_json import RelaxedJSONError, parse_relaxed_json, strip_code_fence
@@ -36,7 +37,7 @@ def render_forced_call_prompt(tools: Sequence[ToolSpec], *, named: str | None) -
             "",
             'Reply with one JSON object with the keys "name" and "arguments", and nothing'
             " else: no prose, no code fence. For example:",
-            json.dumps(example_call, ensure_ascii=False),
+            json_text(example_call),
         ]
     )
 

@@ -3,7 +3,6 @@ between ordinary text, with the JSON read as relaxed as models write it."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +11,7 @@ from .base import ParserOptions, Protocol, StreamParser
 from .call_objects import CallObjectError, calls_in_json
 from .coerce import coerce_by_schema
 from .json_stream import JsonCallLexer
+from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
@@ -72,7 +72,7 @@ class JsonMixProtocol(Protocol):
 def _json_in_tags(value: Any) -> str:
     """JSON whose strings cannot close the surrounding tag: `</` is written `<\\/`, which
     JSON reads back as `</`."""
-    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/")
+    return json_text(value).replace("</", "<\\/")
 
 
 class _JsonMixParser(TagStreamParser):

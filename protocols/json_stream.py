@@ -14,6 +14,7 @@ from typing import Any
 
 from .call_objects import ARGUMENT_KEYS, NAME_KEYS
 from .coerce import coerce_by_schema, is_string_schema
+from .json_text import json_text
 
 _STRING_RUN = re.compile(r'[^"\\]+')
 _BLANK_RUN = re.compile(r"[ \t\r\n]+")
@@ -60,7 +61,7 @@ _COMBINING_KEYWORDS = ("$ref", "anyOf", "oneOf", "allOf", "prefixItems")
 
 def canonical_string(text: str) -> str:
     """`text` as the inside of a JSON string literal, the way json.dumps writes it."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    return json_text(text)[1:-1]
 
 
 class _Frame:
@@ -299,7 +300,7 @@ class JsonCallLexer:
         """A complete scalar argument value, coerced by its schema, as canonical JSON."""
         if self._value_schema is not None:
             value = coerce_by_schema(value, self._value_schema)
-        out.append(json.dumps(value, ensure_ascii=False))
+        out.append(json_text(value))
 
     def _begin_string(self, kind: int) -> None:
         self._string_kind = kind

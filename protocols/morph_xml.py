@@ -9,13 +9,13 @@ elements next to them that name no declared parameter are dropped, with an error
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema
+from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
@@ -112,7 +112,7 @@ def _render_element(key: str, value: Any) -> str:
     if isinstance(value, list):
         items = "".join(_render_element("item", item).rstrip("\n") for item in value)
         return f"<{key}>{items}</{key}>\n"
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = value if isinstance(value, str) else json_text(value)
     written = "\n" + text if "\n" in text else text
     markup = "<" in text or "&" in text or "]]>" in text
     return f"<{key}>{_cdata(written) if markup else written}</{key}>\n"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .json_text import json_text
 from .parts import ToolSpec
 
 # Example values are illustrative only; deeper schemas add tokens without teaching more.
@@ -57,9 +57,8 @@ def tools_prompt(
 def tool_declarations(tools: Sequence[ToolSpec]) -> str:
     """One JSON object per line: name, description and the JSON-schema parameters."""
     return "\n".join(
-        json.dumps(
-            {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-            ensure_ascii=False,
+        json_text(
+            {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
         )
         for tool in tools
     )

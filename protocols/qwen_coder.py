@@ -20,7 +20,6 @@ is coerced by the tool's schema (`20` becomes 20 for an integer, JSON text a lis
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from enum import Enum, auto
@@ -29,6 +28,7 @@ from typing import Any
 from .base import ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema, is_string_schema
 from .json_stream import canonical_string
+from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
@@ -121,7 +121,7 @@ class QwenCoderProtocol(Protocol):
 
 
 def _value_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json_text(value)
 
 
 def _unfinished_tag_start(text: str, window: int, could_become: re.Pattern[str]) -> int:
@@ -282,7 +282,7 @@ class _QwenCall(CallScanner):
         # Coerced within the whole schema, so `$ref`s resolve as in the final coercion.
         coerced = coerce_by_schema({self._key: value}, self._schema)
         if isinstance(coerced, dict) and self._key in coerced:
-            self._send_member(self._key, json.dumps(coerced[self._key], ensure_ascii=False))
+            self._send_member(self._key, json_text(coerced[self._key]))
         else:
             self._sender.stop()  # the final arguments will tell the rest
 

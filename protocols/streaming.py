@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from .base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
 from .coerce import coerce_by_schema
+from .json_text import json_text
 from .off_protocol import OffProtocolAnswer
 from .parts import (
     ErrorKind,
@@ -211,7 +212,7 @@ class StreamedCall:
 
 def dump_arguments(value: Any) -> str:
     """Arguments as OpenAI sends them: compact-enough JSON text, UTF-8 safe."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = json_text(value)
     try:
         text.encode()
     except UnicodeEncodeError:  # lone surrogates from the model cannot travel as UTF-8

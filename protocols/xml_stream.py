@@ -4,13 +4,13 @@ read from its body as it arrives, with the layout rule RXML applies at the end."
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from .coerce import coerce_by_schema, declared_types, is_string_schema
 from .json_stream import canonical_string
+from .json_text import json_text
 from .relaxed_xml import RelaxedXMLError, ValueLayout, parse_xml_value
 from .streaming import partial_token_start, unclosed_tag_start
 
@@ -191,4 +191,4 @@ class XmlArgumentStream:
             self.healthy = False
             return
         self.parsed_values[inner] = value
-        out.append(json.dumps(coerce_by_schema(value, schema), ensure_ascii=False))
+        out.append(json_text(coerce_by_schema(value, schema)))
