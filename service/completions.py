@@ -103,7 +103,7 @@ class ChatExchange:
         self._context = context
         self._chat = chat
         self._target = target
-        self._url = f"{target.base_url}/chat/completions"
+        self._url = target.chat_url
 
     async def relay(self, body: bytes) -> Response:
         """Nothing to parse: the upstream's answer goes back byte for byte."""

@@ -247,7 +247,7 @@ class Upstream:
     async def request_json(
         self,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         *,
         headers: HeaderPairs,
         content: bytes | None = None,
@@ -266,7 +266,7 @@ class Upstream:
     async def open_stream(
         self,
         method: str,
-        url: str,
+        url: str | httpx.URL,
         *,
         headers: HeaderPairs,
         content: bytes | AsyncIterator[bytes] | None = None,
@@ -294,7 +294,7 @@ class Upstream:
             error_bytes = b""
         finally:
             await stream.aclose()
-        raise self._status_error(response.status_code, error_bytes, url)
+        raise self._status_error(response.status_code, error_bytes, str(url))
 
     def _status_error(self, status: int, body: bytes, url: str) -> UpstreamStatusError:
         hint = missing_v1_hint(status, url)
