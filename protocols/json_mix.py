@@ -104,6 +104,8 @@ class _JsonCall(CallScanner):
         self._tags = re.compile(
             "|".join((re.escape(end_tag), re.escape(start_tag), _CLOSING_TAG.pattern))
         )
+        # Every tag above, whole or partial, begins with one of these.
+        self._tag_chars = frozenset(end_tag[:1] + start_tag[:1] + "<")
         self._body: list[str] = []
         self._held = ""
         self._lexer = JsonCallLexer({name: tool.parameters for name, tool in ctx.tools.items()})
@@ -111,6 +113,10 @@ class _JsonCall(CallScanner):
 
     def consume(self, text: str) -> str | None:
         text = self._held + text
+        if self._tag_chars.isdisjoint(text):  # the common delta inside a call: all body
+            self._absorb(text)
+            self._held = ""
+            return None
         scanned = 0
         for match in self._tags.finditer(text):
             self._absorb(text[scanned : match.start()])

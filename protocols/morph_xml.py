@@ -260,6 +260,10 @@ class _MorphCall(CallScanner):
         if not self._decided:
             return self._decide(text)
         text = self._held + text
+        if not self._in_cdata and "<" not in text:  # the common delta: all body, no tag
+            self._absorb(text)
+            self._held = ""
+            return None
         scanned = 0
         while True:
             if self._in_cdata:

@@ -180,6 +180,9 @@ class _QwenCall(CallScanner):
 
     def consume(self, text: str) -> str | None:
         text, self._held = self._held + text, ""
+        if self._state is _State.VALUE and "<" not in text:  # the common delta: all value
+            self._read_value(text)
+            return None
         position = 0
         while True:
             if self._state is _State.VALUE:
