@@ -73,9 +73,10 @@ def data_payloads(lines: Iterable[bytes]) -> list[str]:
     >>> data_payloads([b"data: {}", b"", b": ping", b"data:[DONE]"])
     ['{}', '[DONE]']
     """
+    field = len(DATA_FIELD)
     return [
         # The SSE spec strips exactly one space after the colon.
-        line[6 if line.startswith(b" ", 5) else 5 :].decode("utf-8", "replace")
+        line[field + line.startswith(b" ", field) :].decode("utf-8", "replace")
         for line in lines
         if line.startswith(DATA_FIELD)
     ]
