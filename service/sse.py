@@ -22,7 +22,7 @@ class LineSplitter:
     break must not make the proxy buffer without bound.
 
     >>> splitter = LineSplitter(max_line_bytes=1024)
-    >>> splitter.feed(b"data: 1\r"), splitter.feed(b"\ndata: 2\n\n")
+    >>> splitter.feed(b"data: 1\\r"), splitter.feed(b"\\ndata: 2\\n\\n")
     ([b'data: 1'], [b'data: 2', b''])
     """
 
