@@ -1,10 +1,11 @@
 """JSON as the proxy reads and writes it on the wire: orjson for speed (every streamed chunk
 is decoded once and its delta encoded once), the standard library for what orjson refuses.
 
-orjson refuses a lone surrogate (`"\\ud83d"`): valid JSON, and real clients send one
-(JavaScript slicing a string through an emoji), as a model's output may. It also refuses
-NaN and Infinity, which Python's json reads and some servers write. Both are read and
-written by the standard library instead, so nothing orjson refuses becomes an error.
+orjson refuses to read a lone surrogate escape (`"\\ud83d"`), valid JSON that real clients
+send (JavaScript slicing a string through an emoji) and a model's output may hold, and NaN
+or Infinity, which Python's json reads and some servers write; it refuses to write a lone
+surrogate or an integer past 64 bits. The standard library reads and writes those, so
+nothing orjson refuses becomes an error. (NaN and Infinity are written as null.)
 
 U+0085, U+2028 and U+2029 are written escaped, as Python's json writes them: raw inside a
 JSON string they are valid, but clients that split an event stream into lines the way

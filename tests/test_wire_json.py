@@ -65,3 +65,7 @@ def test_text_that_is_not_json_is_a_value_error() -> None:
         except ValueError:
             continue
         raise AssertionError(f"{garbled!r} was read")
+
+
+def test_nan_and_infinity_are_written_as_null_never_as_invalid_json() -> None:
+    assert json_bytes({"a": math.nan, "b": math.inf}) == b'{"a":null,"b":null}'
