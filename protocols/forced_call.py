@@ -10,11 +10,11 @@ from typing import Any
 from .base import Protocol
 from .call_objects import ARGUMENT_KEYS, NAME_KEYS, CallObjectError, call_from_object
 from .coerce import coerce_by_schema
+from .commit_policy import dump_arguments, new_call_id
 from .json_text import json_text
 from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
 from .prompting import example_arguments, tool_declarations
 from .relaxed_json import RelaxedJSONError, parse_relaxed_json, strip_code_fence
-from .streaming import dump_arguments, new_call_id
 
 # Prose around the object can hold many `{`; trying each one is quadratic, so stop early.
 MAX_OBJECT_STARTS = 64

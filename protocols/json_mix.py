@@ -10,19 +10,13 @@ from typing import Any
 from .base import ParserOptions, Protocol, StreamParser
 from .call_objects import CallObjectError, calls_in_json
 from .coerce import coerce_by_schema
+from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import JsonCallLexer
 from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
-from .streaming import (
-    ArgumentSender,
-    CallContext,
-    CallScanner,
-    TagStreamParser,
-    partial_token_start,
-    unclosed_tag_start,
-)
+from .streaming import TagStreamParser, partial_token_start, unclosed_tag_start
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")

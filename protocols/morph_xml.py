@@ -15,6 +15,7 @@ from typing import Any
 
 from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema
+from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
@@ -26,14 +27,7 @@ from .relaxed_xml import (
     layout_trimmed,
     parse_xml_arguments,
 )
-from .streaming import (
-    ArgumentSender,
-    CallContext,
-    CallScanner,
-    TagStreamParser,
-    partial_token_start,
-    unclosed_tag_start,
-)
+from .streaming import TagStreamParser, partial_token_start, unclosed_tag_start
 from .xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
 
 

@@ -1,4 +1,5 @@
-"""The parts a stream parser hands out: text, reasoning markers and tool calls.
+"""The parts a stream parser hands out (text, reasoning markers and tool calls), and the
+writer that collects them for one feed.
 
 Accounting rule (the "nothing lost" contract): concatenating every `TextDelta.text`,
 every `ThinkStart.tag`/`ThinkEnd.tag`, and the `original` of every `ToolCall` and
@@ -135,3 +136,57 @@ class ToolSpec:
             description=str(function.get("description") or ""),
             parameters=dict(function.get("parameters") or {}),
         )
+
+
+class PartWriter:
+    """Collects parts for one feed, grouping contiguous text into one text block.
+
+    Whitespace-only text next to calls is layout (the line breaks around a call): it is held
+    until text that is not whitespace follows, and dropped if a call or the end comes first.
+    Clients would otherwise show it as a message of its own."""
+
+    __slots__ = ("_block", "_blocks", "_layout", "_parts")
+
+    def __init__(self) -> None:
+        self._parts: list[Part] = []
+        self._block: str | None = None
+        self._blocks = 0
+        self._layout = ""
+
+    def text(self, text: str) -> None:
+        if not text:
+            return
+        if self._block is None:
+            if text.isspace():
+                self._layout += text
+                return
+            text, self._layout = self._layout + text, ""
+            self._block = f"text_{self._blocks}"
+            self._blocks += 1
+            self._parts.append(TextStart(self._block))
+        self._parts.append(TextDelta(self._block, text))
+
+    def close_text(self) -> None:
+        """End the text block; held layout is dropped (a call or the end follows)."""
+        self._layout = ""
+        if self._block is not None:
+            self._parts.append(TextEnd(self._block))
+            self._block = None
+
+    def marker(self, part: Part) -> None:
+        """A part that sits inside the text flow (think markers) without closing it; text
+        held as layout before it is text after all."""
+        if self._layout:
+            layout, self._layout = self._layout, ""
+            self._block = f"text_{self._blocks}"
+            self._blocks += 1
+            self._parts += [TextStart(self._block), TextDelta(self._block, layout)]
+        self._parts.append(part)
+
+    def call_part(self, part: Part) -> None:
+        self.close_text()
+        self._parts.append(part)
+
+    def take(self) -> list[Part]:
+        parts, self._parts = self._parts, []
+        return parts

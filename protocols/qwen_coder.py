@@ -27,19 +27,14 @@ from typing import Any
 
 from .base import ParserOptions, Protocol, StreamParser
 from .coerce import coerce_by_schema, is_string_schema
+from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import canonical_string
 from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
 from .relaxed_xml import ValueLayout
-from .streaming import (
-    ArgumentSender,
-    CallContext,
-    CallScanner,
-    TagStreamParser,
-    partial_token_start,
-)
+from .streaming import TagStreamParser, partial_token_start
 
 # The literal tags; none holds a regular-expression metacharacter, so patterns use them as is.
 CALL_START, CALL_END = "<tool_call>", "</tool_call>"

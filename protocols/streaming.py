@@ -1,42 +1,26 @@
-"""The streaming machinery the parsers share: text blocks and their layout, held-back tag
-prefixes, think blocks, off-protocol answers, and the commit policy of a call from its start
-to its end: a small call is sent once decided, a large one streams, and a streamed call that
-fails ends unfinished (or, unstreamed, falls back to text)."""
+"""The loop the tag parsers share: text outside calls, held-back tag prefixes, think blocks
+and off-protocol answers; each call is handed to the protocol's scanner, which works under
+the commit policy (`commit_policy`)."""
 
 from __future__ import annotations
 
-import json
-import secrets
-from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
 
-from .base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
+from .base import ParserOptions, StreamParser
 from .coerce import coerce_by_schema
-from .json_text import json_text
+from .commit_policy import CallContext, CallScanner
 from .off_protocol import OffProtocolAnswer
 from .parts import (
-    ErrorKind,
-    OnError,
     ParseError,
     Part,
-    TextDelta,
-    TextEnd,
-    TextStart,
+    PartWriter,
     ThinkEnd,
     ThinkStart,
-    ToolCall,
-    ToolCallDelta,
-    ToolCallStart,
-    ToolCallUnfinished,
     ToolSpec,
 )
 from .relaxed_json import RelaxedParseBudget
-
-
-def new_call_id() -> str:
-    return "call_" + secrets.token_hex(12)
 
 
 def partial_token_start(text: str, tokens: Sequence[str]) -> int:
@@ -59,235 +43,6 @@ def unclosed_tag_start(text: str, window: int, start: int = 0) -> int:
     the last `window` characters (a longer run is prose, not a tag); else len(text)."""
     bracket = text.rfind("<", max(start, len(text) - window))
     return bracket if bracket != -1 and ">" not in text[bracket:] else len(text)
-
-
-class PartWriter:
-    """Collects parts for one feed, grouping contiguous text into one text block.
-
-    Whitespace-only text next to calls is layout (the line breaks around a call): it is held
-    until text that is not whitespace follows, and dropped if a call or the end comes first.
-    Clients would otherwise show it as a message of its own."""
-
-    __slots__ = ("_block", "_blocks", "_layout", "_parts")
-
-    def __init__(self) -> None:
-        self._parts: list[Part] = []
-        self._block: str | None = None
-        self._blocks = 0
-        self._layout = ""
-
-    def text(self, text: str) -> None:
-        if not text:
-            return
-        if self._block is None:
-            if text.isspace():
-                self._layout += text
-                return
-            text, self._layout = self._layout + text, ""
-            self._block = f"text_{self._blocks}"
-            self._blocks += 1
-            self._parts.append(TextStart(self._block))
-        self._parts.append(TextDelta(self._block, text))
-
-    def close_text(self) -> None:
-        """End the text block; held layout is dropped (a call or the end follows)."""
-        self._layout = ""
-        if self._block is not None:
-            self._parts.append(TextEnd(self._block))
-            self._block = None
-
-    def marker(self, part: Part) -> None:
-        """A part that sits inside the text flow (think markers) without closing it; text
-        held as layout before it is text after all."""
-        if self._layout:
-            layout, self._layout = self._layout, ""
-            self._block = f"text_{self._blocks}"
-            self._blocks += 1
-            self._parts += [TextStart(self._block), TextDelta(self._block, layout)]
-        self._parts.append(part)
-
-    def call_part(self, part: Part) -> None:
-        self.close_text()
-        self._parts.append(part)
-
-    def take(self) -> list[Part]:
-        parts, self._parts = self._parts, []
-        return parts
-
-
-@dataclass(slots=True)
-class CallContext:
-    """What a call scanner needs from its parser: where parts go and how calls behave."""
-
-    out: PartWriter
-    tools: Mapping[str, ToolSpec]
-    on_error: OnError
-    mode: ArgumentsMode
-    unknown_tools: UnknownTools
-    relaxed_budget: RelaxedParseBudget
-    small_call_chars: int
-
-    def error(self, kind: ErrorKind, message: str, original: str) -> None:
-        self.on_error(ParseError(kind, message, original))
-
-    def accepts(self, name: str) -> bool:
-        return name in self.tools or self.unknown_tools is UnknownTools.CALL
-
-    def start_call(self, name: str) -> StreamedCall:
-        call = StreamedCall(new_call_id(), name)
-        self.out.call_part(ToolCallStart(call.id, name))
-        return call
-
-    def send_arguments(self, call: StreamedCall, fragment: str) -> None:
-        if fragment:
-            call.sent.append(fragment)
-            self.out.call_part(ToolCallDelta(call.id, fragment))
-
-    def complete_call(
-        self,
-        name: str,
-        value: dict[str, Any],
-        original: str,
-        *,
-        streamed: StreamedCall | None = None,
-    ) -> None:
-        """Emit a finished call. For a call already streamed, the rest of its arguments is
-        sent; if the final value contradicts what was sent, the call ends unfinished (the
-        client must not run arguments the model never wrote as such)."""
-        arguments = dump_arguments(value)
-        if self.mode is ArgumentsMode.ATOMIC:
-            self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
-            return
-        call = streamed or self.start_call(name)
-        sent = "".join(call.sent)
-        if not arguments.startswith(sent):
-            self.reject_call(
-                call,
-                ErrorKind.ARGUMENTS_MISMATCH,
-                "the call's final arguments differ from the fragments already streamed",
-                original,
-            )
-            return
-        self.send_arguments(call, arguments[len(sent) :])
-        self.out.call_part(ToolCall(call.id, call.name, arguments, value, original))
-
-    def reject_call(
-        self, streamed: StreamedCall | None, kind: ErrorKind, message: str, original: str
-    ) -> None:
-        """A call that ended but does not parse, with the error recorded: text if none of it
-        was sent yet, else an unfinished call (its arguments are left not parseable)."""
-        if streamed is None:
-            self.fall_back_to_text(kind, message, original)
-            return
-        self.error(kind, message, original)
-        self.out.call_part(ToolCallUnfinished(streamed.id, streamed.name, original))
-
-    def cut_off_call(self, streamed: StreamedCall | None, original: str) -> None:
-        """The output ended inside a call: unfinished if its start was sent, else text."""
-        if streamed is not None:
-            self.unfinished_call(streamed, original)
-        else:
-            self.fall_back_to_text(
-                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
-            )
-
-    def unfinished_call(self, call: StreamedCall, original: str) -> None:
-        self.reject_call(
-            call, ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original
-        )
-
-    def fall_back_to_text(self, kind: ErrorKind, message: str, original: str) -> None:
-        self.error(kind, message, original)
-        self.out.text(original)
-
-
-@dataclass(slots=True)
-class StreamedCall:
-    """A call whose start (and maybe some argument fragments) has been sent."""
-
-    id: str
-    name: str
-    sent: list[str] = field(default_factory=list)
-
-
-def dump_arguments(value: Any) -> str:
-    """Arguments as OpenAI sends them: compact-enough JSON text, UTF-8 safe."""
-    text = json_text(value)
-    try:
-        text.encode()
-    except UnicodeEncodeError:  # lone surrogates from the model cannot travel as UTF-8
-        text = json.dumps(value)
-    return text
-
-
-class ArgumentStream(Protocol):
-    """Reads a call's body as it streams and turns its arguments into canonical JSON
-    fragments that can no longer change (json_stream.JsonCallLexer for JSON bodies,
-    xml_stream.XmlArgumentStream for XML ones)."""
-
-    @property
-    def healthy(self) -> bool:
-        """False once the body holds something the stream cannot follow: nothing more is
-        read, and the call's final parse decides the rest."""
-
-    @property
-    def name(self) -> str | None:
-        """The called tool's name once the arguments have begun, else None."""
-
-    def feed(self, text: str) -> list[str]:
-        """The fragments `text` makes final."""
-
-
-class ArgumentSender:
-    """The one way a scanner's call reaches the client while it streams. A call is held
-    until its arguments reach `ParserOptions.small_call_chars`: a smaller call is decided
-    when it ends, exactly as a whole text is (see CallContext.complete_call). A larger one
-    starts once its tool's name is known and accepted (incremental mode only), then its
-    fragments follow. After `stop()` nothing more is sent; the call's end decides the rest."""
-
-    __slots__ = ("_ctx", "_held", "_held_chars", "call", "sending")
-
-    def __init__(self, ctx: CallContext) -> None:
-        self._ctx = ctx
-        self.call: StreamedCall | None = None
-        self.sending = ctx.mode is ArgumentsMode.INCREMENTAL
-        self._held: list[str] = []
-        self._held_chars = 0
-
-    def feed(self, stream: ArgumentStream, text: str) -> None:
-        """Read `text` of the call's body with `stream` and send what it makes final."""
-        if stream.healthy:
-            fragments = stream.feed(text)
-            self.send(stream.name, "".join(fragments))
-
-    def send(self, name: str | None, fragment: str) -> None:
-        if not self.sending or not name:
-            return
-        if self.call is None:
-            if not self._ctx.accepts(name):
-                return
-            self._held.append(fragment)
-            self._held_chars += len(fragment)
-            if self._held_chars < self._ctx.small_call_chars:
-                return
-            self.call = self._ctx.start_call(name)
-            fragment, self._held = "".join(self._held), []
-        self._ctx.send_arguments(self.call, fragment)
-
-    def stop(self) -> None:
-        self.sending = False
-
-
-class CallScanner(ABC):
-    """One call in progress: absorbs the text after its open tag until the call ends."""
-
-    @abstractmethod
-    def consume(self, text: str) -> str | None:
-        """Absorb `text`; return what follows the call's end, or None if it goes on."""
-
-    @abstractmethod
-    def finish(self) -> None:
-        """The output ended inside the call: emit it as a call, unfinished call or text."""
 
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"

@@ -1,4 +1,4 @@
-"""The commit policy every protocol shares (protocols/streaming.py): a small call reaches
+"""The commit policy every protocol shares (protocols/commit_policy.py): a small call reaches
 the client only once decided, exactly as in a whole text; a large one streams while it is
 written; a streamed call that then fails ends unfinished, never finished with invented
 values."""

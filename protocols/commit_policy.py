@@ -1,0 +1,207 @@
+"""How a call reaches the client, from its start to its end (the commit policy): a small
+call is sent once decided, exactly as in a whole text; a large one streams its arguments as
+they become final; a streamed call that then fails ends unfinished, and one not yet streamed
+falls back to text. `CallContext` is what a protocol's call scanner works through."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .base import ArgumentsMode, UnknownTools
+from .json_text import json_text
+from .parts import (
+    ErrorKind,
+    OnError,
+    ParseError,
+    PartWriter,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolCallUnfinished,
+    ToolSpec,
+)
+from .relaxed_json import RelaxedParseBudget
+
+
+def new_call_id() -> str:
+    return "call_" + secrets.token_hex(12)
+
+
+@dataclass(slots=True)
+class CallContext:
+    """What a call scanner needs from its parser: where parts go and how calls behave."""
+
+    out: PartWriter
+    tools: Mapping[str, ToolSpec]
+    on_error: OnError
+    mode: ArgumentsMode
+    unknown_tools: UnknownTools
+    relaxed_budget: RelaxedParseBudget
+    small_call_chars: int
+
+    def error(self, kind: ErrorKind, message: str, original: str) -> None:
+        self.on_error(ParseError(kind, message, original))
+
+    def accepts(self, name: str) -> bool:
+        return name in self.tools or self.unknown_tools is UnknownTools.CALL
+
+    def start_call(self, name: str) -> StreamedCall:
+        call = StreamedCall(new_call_id(), name)
+        self.out.call_part(ToolCallStart(call.id, name))
+        return call
+
+    def send_arguments(self, call: StreamedCall, fragment: str) -> None:
+        if fragment:
+            call.sent.append(fragment)
+            self.out.call_part(ToolCallDelta(call.id, fragment))
+
+    def complete_call(
+        self,
+        name: str,
+        value: dict[str, Any],
+        original: str,
+        *,
+        streamed: StreamedCall | None = None,
+    ) -> None:
+        """Emit a finished call. For a call already streamed, the rest of its arguments is
+        sent; if the final value contradicts what was sent, the call ends unfinished (the
+        client must not run arguments the model never wrote as such)."""
+        arguments = dump_arguments(value)
+        if self.mode is ArgumentsMode.ATOMIC:
+            self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
+            return
+        call = streamed or self.start_call(name)
+        sent = "".join(call.sent)
+        if not arguments.startswith(sent):
+            self.reject_call(
+                call,
+                ErrorKind.ARGUMENTS_MISMATCH,
+                "the call's final arguments differ from the fragments already streamed",
+                original,
+            )
+            return
+        self.send_arguments(call, arguments[len(sent) :])
+        self.out.call_part(ToolCall(call.id, call.name, arguments, value, original))
+
+    def reject_call(
+        self, streamed: StreamedCall | None, kind: ErrorKind, message: str, original: str
+    ) -> None:
+        """A call that ended but does not parse, with the error recorded: text if none of it
+        was sent yet, else an unfinished call (its arguments are left not parseable)."""
+        if streamed is None:
+            self.fall_back_to_text(kind, message, original)
+            return
+        self.error(kind, message, original)
+        self.out.call_part(ToolCallUnfinished(streamed.id, streamed.name, original))
+
+    def cut_off_call(self, streamed: StreamedCall | None, original: str) -> None:
+        """The output ended inside a call: unfinished if its start was sent, else text."""
+        if streamed is not None:
+            self.unfinished_call(streamed, original)
+        else:
+            self.fall_back_to_text(
+                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
+            )
+
+    def unfinished_call(self, call: StreamedCall, original: str) -> None:
+        self.reject_call(
+            call, ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original
+        )
+
+    def fall_back_to_text(self, kind: ErrorKind, message: str, original: str) -> None:
+        self.error(kind, message, original)
+        self.out.text(original)
+
+
+@dataclass(slots=True)
+class StreamedCall:
+    """A call whose start (and maybe some argument fragments) has been sent."""
+
+    id: str
+    name: str
+    sent: list[str] = field(default_factory=list)
+
+
+def dump_arguments(value: Any) -> str:
+    """Arguments as OpenAI sends them: compact-enough JSON text, UTF-8 safe."""
+    text = json_text(value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates from the model cannot travel as UTF-8
+        text = json.dumps(value)
+    return text
+
+
+class ArgumentStream(Protocol):
+    """Reads a call's body as it streams and turns its arguments into canonical JSON
+    fragments that can no longer change (json_stream.JsonCallLexer for JSON bodies,
+    xml_stream.XmlArgumentStream for XML ones)."""
+
+    @property
+    def healthy(self) -> bool:
+        """False once the body holds something the stream cannot follow: nothing more is
+        read, and the call's final parse decides the rest."""
+
+    @property
+    def name(self) -> str | None:
+        """The called tool's name once the arguments have begun, else None."""
+
+    def feed(self, text: str) -> list[str]:
+        """The fragments `text` makes final."""
+
+
+class ArgumentSender:
+    """The one way a scanner's call reaches the client while it streams. A call is held
+    until its arguments reach `ParserOptions.small_call_chars`: a smaller call is decided
+    when it ends, exactly as a whole text is (see CallContext.complete_call). A larger one
+    starts once its tool's name is known and accepted (incremental mode only), then its
+    fragments follow. After `stop()` nothing more is sent; the call's end decides the rest."""
+
+    __slots__ = ("_ctx", "_held", "_held_chars", "call", "sending")
+
+    def __init__(self, ctx: CallContext) -> None:
+        self._ctx = ctx
+        self.call: StreamedCall | None = None
+        self.sending = ctx.mode is ArgumentsMode.INCREMENTAL
+        self._held: list[str] = []
+        self._held_chars = 0
+
+    def feed(self, stream: ArgumentStream, text: str) -> None:
+        """Read `text` of the call's body with `stream` and send what it makes final."""
+        if stream.healthy:
+            fragments = stream.feed(text)
+            self.send(stream.name, "".join(fragments))
+
+    def send(self, name: str | None, fragment: str) -> None:
+        if not self.sending or not name:
+            return
+        if self.call is None:
+            if not self._ctx.accepts(name):
+                return
+            self._held.append(fragment)
+            self._held_chars += len(fragment)
+            if self._held_chars < self._ctx.small_call_chars:
+                return
+            self.call = self._ctx.start_call(name)
+            fragment, self._held = "".join(self._held), []
+        self._ctx.send_arguments(self.call, fragment)
+
+    def stop(self) -> None:
+        self.sending = False
+
+
+class CallScanner(ABC):
+    """One call in progress: absorbs the text after its open tag until the call ends."""
+
+    @abstractmethod
+    def consume(self, text: str) -> str | None:
+        """Absorb `text`; return what follows the call's end, or None if it goes on."""
+
+    @abstractmethod
+    def finish(self) -> None:
+        """The output ended inside the call: emit it as a call, unfinished call or text."""
