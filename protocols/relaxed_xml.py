@@ -90,12 +90,13 @@ class _ArgumentTag:
 def parse_xml_arguments(
     body: str,
     schema: Mapping[str, Any] | None = None,
-    parsed_values: Mapping[str, Any] | None = None,
+    parsed_values: Mapping[tuple[str, str], Any] | None = None,
 ) -> dict[str, Any]:
     """Parse `<key>value</key>...` into `{"key": value, ...}`, keys in document order.
 
-    `parsed_values` maps a non-string argument's raw inner text to the value
-    `parse_xml_value` already gave it (while streaming), so it is not parsed twice.
+    `parsed_values` maps a non-string argument's (name, raw inner text) to the value
+    `parse_xml_value` already gave it (while streaming), so it is not parsed twice; the
+    name is part of the key because the same text reads differently under another schema.
     Raises RelaxedXMLError (never anything else) when the body cannot be understood.
     """
     if len(body) > MAX_BODY_CHARS:
@@ -111,7 +112,8 @@ def parse_xml_arguments(
         inner = body[tag.inner_start : tag.inner_end]
         property_schema = properties.get(tag.name)
         if not isinstance(property_schema, Mapping) or not is_string_schema(property_schema):
-            value = known[inner] if inner in known else parse_xml_value(inner, property_schema)
+            cached = (tag.name, inner)
+            value = known[cached] if cached in known else parse_xml_value(inner, property_schema)
             pairs.append((tag.name, value))
         elif tag.name in seen_string_keys:
             raise DuplicateStringTagError(f"string property {tag.name!r} given more than once")

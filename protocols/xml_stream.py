@@ -59,9 +59,9 @@ class XmlArgumentStream:
         # the value (then it is layout) or text follows (then the layout rule decides).
         self._blank_head: str | None = None
         self._raw: list[str] = []
-        # Each non-string argument's raw inner text and the value it parsed to, so the final
+        # Each non-string argument's (name, raw inner text) and the value it parsed to, so the final
         # parse need not parse it again.
-        self.parsed_values: dict[str, Any] = {}
+        self.parsed_values: dict[tuple[str, str], Any] = {}
 
     @property
     def name(self) -> str | None:
@@ -190,5 +190,5 @@ class XmlArgumentStream:
         except RelaxedXMLError:
             self.healthy = False
             return
-        self.parsed_values[inner] = value
+        self.parsed_values[key, inner] = value
         out.append(json_text(coerce_by_schema(value, schema)))

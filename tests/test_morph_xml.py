@@ -582,3 +582,29 @@ def test_an_object_argument_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> N
     result = run(MORPH_XML, source, chunks=4)
     assert result.call_values == [("configure", {"options": {"depth": 2, "mode": "fast"}})]
     assert len(parsed) == 1
+
+
+def test_the_same_text_under_two_schemas_is_parsed_under_each() -> None:
+    # Once streamed, each object argument's value is kept for the final parse: kept by its
+    # text alone, `b`'s would have been `a`'s (a list inside), and the call would end
+    # unfinished for arguments differing from those streamed.
+    tool = ToolSpec(
+        "configure",
+        "Configure",
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": {"x": {"type": "array"}}},
+                "b": {"type": "object"},
+            },
+        },
+    )
+    source = "<configure><a><x><y>1</y></x></a><b><x><y>1</y></x></b></configure>"
+    whole = get_protocol(MORPH_XML).parse(source, [tool])
+    streamed = run(MORPH_XML, source, chunks=1, tools=[tool], small_call_chars=0)
+
+    assert not streamed.errors
+    assert streamed.call_values == [
+        (call.name, call.input) for call in whole if isinstance(call, ToolCall)
+    ]
+    check_contract(streamed)
