@@ -76,6 +76,10 @@ class TagStreamParser(StreamParser):
         # Inside a think block from a call open tag on: how much of `_pending` has been
         # searched for `</think>` (None while no call tag is held).
         self._held_think_call: int | None = None
+        # What came after that while no `</think>` did: kept as pieces, with the last
+        # characters that could begin one, so holding a long block costs linear time.
+        self._held_pieces: list[str] = []
+        self._held_seam = ""
         # The answer's start while it may still be call objects written off the protocol.
         self._answer = (
             OffProtocolAnswer(self._ctx.tools, self._opens_call)
@@ -100,6 +104,13 @@ class TagStreamParser(StreamParser):
             if self._answer.feed(text):
                 return self._ctx.out.take()
             text, self._answer = self._answer.text, None  # not off-protocol calls: read it
+        if self._held_think_call is not None:
+            seam = self._held_seam + text
+            if THINK_CLOSE not in seam:
+                self._held_pieces.append(text)
+                self._held_seam = seam[1 - len(THINK_CLOSE) :]
+                return self._ctx.out.take()
+            text = self._take_held_pieces() + text
         self._pending += text
         self._advance()
         return self._ctx.out.take()
@@ -116,6 +127,7 @@ class TagStreamParser(StreamParser):
             self._advance()
         if self._in_think and self._held_think_call is not None:
             # The output ended in a think block holding a call: the model forgot `</think>`.
+            self._pending += self._take_held_pieces()
             out.marker(ThinkEnd(""))
             self._in_think = False
             self._held_think_call = None
@@ -130,6 +142,10 @@ class TagStreamParser(StreamParser):
             self._in_think = False
         out.close_text()
         return out.take()
+
+    def _take_held_pieces(self) -> str:
+        held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
+        return held
 
     def _emit_off_protocol_calls(
         self, calls: list[tuple[str, dict[str, Any]]], original: str
@@ -181,6 +197,7 @@ class TagStreamParser(StreamParser):
         if end == -1:
             if self._held_think_call is not None:
                 self._held_think_call = len(text)
+                self._held_seam = text[1 - len(THINK_CLOSE) :]
                 return False
             safe = min(partial_token_start(text, (THINK_CLOSE,)), self._partial_open_start(text))
             out.text(text[:safe])
