@@ -201,14 +201,13 @@ class ValueLayout:
     too). Everything else is kept, so a one-line value is exact. Every piece `feed`
     returns is final; what may still be layout is held until text follows it."""
 
-    __slots__ = ("_at_line_start", "_drop_final_line_break", "_held", "_started", "emitted")
+    __slots__ = ("_at_line_start", "_drop_final_line_break", "_held", "_started")
 
     def __init__(self, *, drop_final_line_break: bool = False) -> None:
         self._drop_final_line_break = drop_final_line_break
         self._started = False
         self._held = ""
         self._at_line_start = False
-        self.emitted = False  # some of the value was returned
 
     def feed(self, text: str) -> str:
         text = self._held + text
@@ -231,7 +230,6 @@ class ValueLayout:
         out = text[:kept]
         if out:
             self._at_line_start = out.endswith("\n")
-            self.emitted = True
         return out
 
     def finish(self) -> str:
