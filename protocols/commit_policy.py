@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .base import ArgumentsMode, UnknownTools
+from .coerce import coerce_by_schema
 from .json_text import json_text
 from .parts import (
     ErrorKind,
@@ -60,6 +61,25 @@ class CallContext:
             call.sent.append(fragment)
             self.out.call_part(ToolCallDelta(call.id, fragment))
 
+    def complete_calls(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        original: str,
+        *,
+        streamed: StreamedCall | None = None,
+    ) -> None:
+        """Emit the calls one stretch of output held, each coerced by its tool's schema (an
+        undeclared tool's as written). The stretch is the first call's original text, so
+        nothing is counted twice; only the first call can have been streamed."""
+        for index, (name, arguments) in enumerate(calls):
+            tool = self.tools.get(name)
+            self.complete_call(
+                name,
+                coerce_by_schema(arguments, tool.parameters) if tool else arguments,
+                original if index == 0 else "",
+                streamed=streamed if index == 0 else None,
+            )
+
     def complete_call(
         self,
         name: str,
@@ -101,16 +121,8 @@ class CallContext:
 
     def cut_off_call(self, streamed: StreamedCall | None, original: str) -> None:
         """The output ended inside a call: unfinished if its start was sent, else text."""
-        if streamed is not None:
-            self.unfinished_call(streamed, original)
-        else:
-            self.fall_back_to_text(
-                ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
-            )
-
-    def unfinished_call(self, call: StreamedCall, original: str) -> None:
         self.reject_call(
-            call, ErrorKind.UNFINISHED_CALL, "the output ended inside a started call", original
+            streamed, ErrorKind.UNFINISHED_CALL, "the output ended inside a call", original
         )
 
     def fall_back_to_text(self, kind: ErrorKind, message: str, original: str) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 from .base import ParserOptions, Protocol, StreamParser
 from .call_objects import CallObjectError, calls_in_json
-from .coerce import coerce_by_schema
 from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import JsonCallLexer
 from .json_text import json_text
@@ -167,12 +166,4 @@ class _JsonCall(CallScanner):
             unknown = ", ".join(name for name, _ in calls if not ctx.accepts(name))
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {unknown}", original)
             return
-        for index, (name, arguments) in enumerate(calls):
-            tool = ctx.tools.get(name)
-            # The whole segment is the first call's original text, so nothing is counted twice.
-            ctx.complete_call(
-                name,
-                coerce_by_schema(arguments, tool.parameters) if tool else arguments,
-                original if index == 0 else "",
-                streamed=self._sender.call if index == 0 else None,
-            )
+        ctx.complete_calls(calls, original, streamed=self._sender.call)

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any
 
 from .base import ParserOptions, StreamParser
-from .coerce import coerce_by_schema
 from .commit_policy import CallContext, CallScanner
 from .off_protocol import OffProtocolAnswer
 from .parts import (
@@ -121,7 +119,7 @@ class TagStreamParser(StreamParser):
             answer, self._answer = self._answer, None
             calls = answer.calls(self._ctx.relaxed_budget)
             if calls is not None:
-                self._emit_off_protocol_calls(calls, answer.text)
+                self._ctx.complete_calls(calls, answer.text)
                 return out.take()
             self._pending += answer.text
             self._advance()
@@ -146,15 +144,6 @@ class TagStreamParser(StreamParser):
     def _take_held_pieces(self) -> str:
         held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
         return held
-
-    def _emit_off_protocol_calls(
-        self, calls: list[tuple[str, dict[str, Any]]], original: str
-    ) -> None:
-        ctx = self._ctx
-        for index, (name, arguments) in enumerate(calls):
-            value = coerce_by_schema(arguments, ctx.tools[name].parameters)
-            # The whole answer is the first call's original text, so nothing is counted twice.
-            ctx.complete_call(name, value, original if index == 0 else "")
 
     def _opens_call(self, text: str) -> bool:
         found = self._find_open(text)
