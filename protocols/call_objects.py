@@ -23,12 +23,17 @@ class CallObjectError(ValueError):
 
 
 def calls_in_json(
-    text: str, *, complete_only: bool, budget: RelaxedParseBudget | None = None
+    text: str,
+    *,
+    complete_only: bool,
+    budget: RelaxedParseBudget | None = None,
+    required_keys: frozenset[str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The calls `text` holds: one object, an array of them, or several objects in a row,
     maybe in a code fence. With `complete_only`, text that needs closing is rejected (the
-    output was cut off, and a half-written call must not pass as a finished one). Relaxed
-    reading is charged to `budget`."""
+    output was cut off, and a half-written call must not pass as a finished one). With
+    `required_keys`, an object holding none of them is no call. Relaxed reading is charged
+    to `budget`."""
     try:
         values = parse_json_values(
             strip_code_fence(text), complete_only=complete_only, budget=budget
@@ -38,6 +43,10 @@ def calls_in_json(
     calls = []
     for value in values:
         for item in value if isinstance(value, list) else [value]:
+            if required_keys is not None and not (
+                isinstance(item, dict) and required_keys & item.keys()
+            ):
+                raise CallObjectError(f"a call object holds none of {sorted(required_keys)}")
             calls.append(call_from_object(item, budget))
     if not calls:
         raise CallObjectError("no call in the body")

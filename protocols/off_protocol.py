@@ -9,9 +9,9 @@ import re
 from collections.abc import Callable, Collection
 from typing import Any
 
-from .call_objects import CallObjectError, call_from_object
+from .call_objects import CallObjectError, calls_in_json
 from .json_stream import JsonCallLexer
-from .relaxed_json import RelaxedJSONError, RelaxedParseBudget, parse_json_values, strip_code_fence
+from .relaxed_json import RelaxedParseBudget
 
 # Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
 MAX_WRAPPER_TAG_CHARS = 64
@@ -26,10 +26,6 @@ _FENCE = "```"
 # Only the two keys real models use here: a bare object with other keys is more likely
 # an answer in JSON than a call.
 _ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
 
 
 class OffProtocolAnswer:
@@ -64,24 +60,20 @@ class OffProtocolAnswer:
         """The calls the whole answer is, or None when it is not only declared calls."""
         if self._json_start is None:
             return None
-        wrapper = _WRAPPER_OPEN.match(self.text.lstrip())
         inner = self.text.strip()
+        wrapper = _WRAPPER_OPEN.match(inner)
         if wrapper:
             closing = f"</{wrapper.group(1)}>"
             if not inner.endswith(closing):
                 return None
             inner = inner[wrapper.end() : -len(closing)].strip()
         try:
-            values = parse_json_values(strip_code_fence(inner), complete_only=True, budget=budget)
-            items = [item for value in values for item in _items(value)]
-            if not all(isinstance(item, dict) and _ARGUMENTS_KEYS & item.keys() for item in items):
-                return None
-            calls = [call_from_object(item, budget) for item in items]
-        except (RelaxedJSONError, CallObjectError):
+            calls = calls_in_json(
+                inner, complete_only=True, budget=budget, required_keys=_ARGUMENTS_KEYS
+            )
+        except CallObjectError:
             return None
-        if not calls or not all(name in self._declared for name, _ in calls):
-            return None
-        return calls
+        return calls if all(name in self._declared for name, _ in calls) else None
 
     def _find_json_start(self) -> bool:
         """Find where the JSON begins (after an optional tag and fence); False if unknown yet."""
