@@ -43,8 +43,9 @@ class LineSplitter:
         ended = data.endswith((b"\n", b"\r"))
         self._pending = b"" if ended or not lines else lines.pop()
         self._after_cr = data.endswith(b"\r")
-        if len(self._pending) > self._max_line_bytes or (
-            lines and max(map(len, lines)) > self._max_line_bytes
+        # No line is longer than the data it came in: only a long read needs measuring.
+        if len(data) > self._max_line_bytes and max(map(len, [*lines, self._pending])) > (
+            self._max_line_bytes
         ):
             raise self._too_long()
         return lines
