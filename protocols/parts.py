@@ -156,15 +156,14 @@ class PartWriter:
     def text(self, text: str) -> None:
         if not text:
             return
-        if self._block is None:
+        block = self._block
+        if block is None:
             if text.isspace():
                 self._layout += text
                 return
             text, self._layout = self._layout + text, ""
-            self._block = f"text_{self._blocks}"
-            self._blocks += 1
-            self._parts.append(TextStart(self._block))
-        self._parts.append(TextDelta(self._block, text))
+            block = self._open_block()
+        self._parts.append(TextDelta(block, text))
 
     def close_text(self) -> None:
         """End the text block; held layout is dropped (a call or the end follows)."""
@@ -178,10 +177,14 @@ class PartWriter:
         held as layout before it is text after all."""
         if self._layout:
             layout, self._layout = self._layout, ""
-            self._block = f"text_{self._blocks}"
-            self._blocks += 1
-            self._parts += [TextStart(self._block), TextDelta(self._block, layout)]
+            self._parts.append(TextDelta(self._open_block(), layout))
         self._parts.append(part)
+
+    def _open_block(self) -> str:
+        self._block = f"text_{self._blocks}"
+        self._blocks += 1
+        self._parts.append(TextStart(self._block))
+        return self._block
 
     def call_part(self, part: Part) -> None:
         self.close_text()
