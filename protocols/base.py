@@ -106,12 +106,12 @@ class Protocol(ABC):
         off_protocol_calls: bool = True,
     ) -> StreamParser:
         options = ParserOptions(
-            on_error,
-            mode,
-            unknown_tools,
-            relaxed_parse_budget_chars,
-            small_call_chars,
-            off_protocol_calls,
+            on_error=on_error,
+            mode=mode,
+            unknown_tools=unknown_tools,
+            relaxed_parse_budget_chars=relaxed_parse_budget_chars,
+            small_call_chars=small_call_chars,
+            off_protocol_calls=off_protocol_calls,
         )
         return self._new_parser(tools, options)
 
