@@ -48,8 +48,7 @@ def upstream_headers(
     """Headers for the upstream request. `relay`: the answer goes back byte for byte, so it
     must come in an encoding the client accepts; otherwise the proxy decodes it itself."""
     client_headers = list(client_headers)
-    dropped = NOT_FORWARDED_UPSTREAM | connection_options(client_headers)
-    pairs = [(k, v) for k, v in client_headers if k.lower() not in dropped]
+    pairs = _end_to_end(client_headers, NOT_FORWARDED_UPSTREAM)
     if authorization is not None:
         pairs.append(("authorization", authorization))
     if relay:
@@ -59,9 +58,13 @@ def upstream_headers(
 
 
 def downstream_headers(upstream_headers: Iterable[tuple[str, str]]) -> HeaderPairs:
-    upstream_headers = list(upstream_headers)
-    dropped = NOT_FORWARDED_DOWNSTREAM | connection_options(upstream_headers)
-    return [(k, v) for k, v in upstream_headers if k.lower() not in dropped]
+    return _end_to_end(list(upstream_headers), NOT_FORWARDED_DOWNSTREAM)
+
+
+def _end_to_end(headers: list[tuple[str, str]], not_forwarded: frozenset[str]) -> HeaderPairs:
+    """`headers` less `not_forwarded` and those their `Connection` header names."""
+    dropped = not_forwarded | connection_options(headers)
+    return [(k, v) for k, v in headers if k.lower() not in dropped]
 
 
 def connection_options(headers: Iterable[tuple[str, str]]) -> frozenset[str]:
