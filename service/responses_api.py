@@ -25,6 +25,7 @@ from .responses_events import Event, ResponseAssembler
 from .responses_request import ResponsesRequest, parse_responses_request
 from .rewrite import FORCED_CHOICES, rewrite_request
 from .sse import DONE, EventStream, event_payload
+from .upstream_answer import REASONING_KEYS
 from .wire_json import json_bytes, json_value
 
 logger = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def whole_response(assembler: ResponseAssembler, completion: dict[str, Any]) -> 
 def message_delta(message: dict[str, Any]) -> dict[str, Any]:
     """A whole chat message as the one delta that would have built it."""
     calls = [{"index": index, **call} for index, call in enumerate(message.get("tool_calls") or ())]
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = next((message[key] for key in REASONING_KEYS if message.get(key)), None)
     return {"reasoning_content": reasoning, "content": message.get("content"), "tool_calls": calls}
 
 

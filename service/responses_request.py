@@ -35,10 +35,6 @@ class ResponsesRequest:
     chat: ChatRequest
 
     @property
-    def stream(self) -> bool:
-        return self.body.get("stream") is True
-
-    @property
     def store(self) -> bool:
         return self.body.get("store") is not False  # stored unless the client says not to
 
