@@ -37,6 +37,7 @@ TOOLS = [
     }
 ]
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+UVICORN = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
 
 
 def free_port() -> int:
@@ -51,10 +52,34 @@ class Server:
     pid: int
 
     def cpu_seconds(self) -> float:
-        """CPU time all the process's threads have used (Linux scheduler statistics, in
-        nanoseconds: steadier than wall time on a busy machine, finer than clock ticks)."""
-        threads = Path(f"/proc/{self.pid}/task").iterdir()
+        """CPU time the process and its children (the workers, when there are several) have
+        used, every thread of each (Linux scheduler statistics, in nanoseconds: steadier than
+        wall time on a busy machine, finer than clock ticks)."""
+        threads = [thread for pid in self.process_tree() for thread in _threads(pid)]
         return sum(int((thread / "schedstat").read_text().split()[0]) for thread in threads) / 1e9
+
+    def process_tree(self) -> list[int]:
+        """The process and its children."""
+        pids = [self.pid]
+        for thread in _threads(self.pid):
+            pids += [int(pid) for pid in (thread / "children").read_text().split()]
+        return pids
+
+
+def _threads(pid: int) -> list[Path]:
+    return list(Path(f"/proc/{pid}/task").iterdir())
+
+
+def canned_upstream_command(port: int) -> list[str]:
+    """The instant canned upstream (`canned_upstream.py`) served on `port`."""
+    upstream = ["--factory", "canned_upstream:create_app", "--app-dir", str(HERE)]
+    return [*UVICORN, *upstream, "--port", str(port)]
+
+
+def proxy_command(port: int, workers: int = 1) -> list[str]:
+    """The proxy through its own command, so `--workers` is the real thing."""
+    service = [sys.executable, "-m", "service", "--log-level", "warning"]
+    return [*service, "--port", str(port), "--workers", str(workers)]
 
 
 @contextmanager
@@ -115,18 +140,15 @@ def main() -> None:
     options.add_argument("--concurrency", type=int, default=1)
     args = options.parse_args()
     upstream_port, proxy_port = free_port(), free_port()
-    uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
-    upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
-    upstream_command += ["--app-dir", str(HERE), "--port", str(upstream_port)]
-    with server(upstream_command, upstream_port) as upstream:
+    with server(canned_upstream_command(upstream_port), upstream_port) as upstream:
         proxy_env = {
             "UPSTREAM_BASE_URL": f"{upstream.url}/v1",
             "PROXY_PORT": str(proxy_port),
             "ACCESS_LOG": "false",
         }
-        proxy_command = [*uvicorn, "--factory", "service.app:app_from_environment"]
-        proxy_command += ["--port", str(proxy_port)]
-        with server(proxy_command, proxy_port, proxy_env) as proxy:
+        app_command = [*UVICORN, "--factory", "service.app:app_from_environment"]
+        app_command += ["--port", str(proxy_port)]
+        with server(app_command, proxy_port, proxy_env) as proxy:
             print(f"{args.requests} requests, {args.concurrency} in flight")
             print(
                 f"{'case':<24} {'direct ms':>10} {'proxy ms':>10} {'ratio':>7}"

@@ -18,14 +18,23 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
-from proxy import HERE, MESSAGES, TOOLS, Server, free_port, server
+from proxy import (
+    HERE,
+    MESSAGES,
+    TOOLS,
+    UVICORN,
+    Server,
+    canned_upstream_command,
+    free_port,
+    proxy_command,
+    server,
+)
 
 CHAT_PATH = "/v1/chat/completions"
 HEADERS = {"content-type": "application/json"}
@@ -81,9 +90,9 @@ async def sequential(target: Server, repeat: int, long_chunks: int) -> dict[str,
         cpu: dict[str, float] = {}
 
         async def timed(name: str, count: int, one: Callable[[], Awaitable[float]]) -> float:
-            before = cpu_seconds(target)
+            before = target.cpu_seconds()
             seconds = [await one() for _ in range(count)]
-            cpu[name] = (cpu_seconds(target) - before) / count
+            cpu[name] = (target.cpu_seconds() - before) / count
             return statistics.median(seconds)
 
         first_bytes = [await stream_seconds(client, short) for _ in range(repeat)]
@@ -129,30 +138,18 @@ async def concurrent_rate(target: Server, requests: int, prose_chunks: int) -> t
 
     await asyncio.gather(*(worker(1) for _ in range(CONCURRENT_STREAMS)))  # warm up
     share = max(requests // CONCURRENT_STREAMS, 1)
-    cpu_before = cpu_seconds(target)
+    cpu_before = target.cpu_seconds()
     started = time.perf_counter()
     await asyncio.gather(*(worker(share) for _ in range(CONCURRENT_STREAMS)))
     elapsed = time.perf_counter() - started
     streams = share * CONCURRENT_STREAMS
-    return streams / elapsed, (cpu_seconds(target) - cpu_before) / streams * 1e3
-
-
-def process_tree(process: Server) -> list[int]:
-    """The server's process and its children (the workers, when there are several)."""
-    pids = [process.pid]
-    for task in Path(f"/proc/{process.pid}/task").iterdir():
-        pids += [int(pid) for pid in (task / "children").read_text().split()]
-    return pids
-
-
-def cpu_seconds(process: Server) -> float:
-    return sum(Server(process.url, pid).cpu_seconds() for pid in process_tree(process))
+    return streams / elapsed, (target.cpu_seconds() - cpu_before) / streams * 1e3
 
 
 def peak_rss_mb(process: Server) -> float:
     """The largest peak resident size among the server process and its workers."""
     peaks = []
-    for pid in process_tree(process):
+    for pid in process.process_tree():
         status = Path(f"/proc/{pid}/status").read_text()
         peaks += [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")]
     return max(peaks) / 1024
@@ -181,24 +178,19 @@ def main() -> None:
         "--concurrent-chunks", type=int, default=200, help="prose chunks per concurrent stream"
     )
     args = options.parse_args()
-    uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
     ports = {name: free_port() for name in ("upstream", "proxy", "relay")}
-    upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
-    upstream_command += ["--app-dir", str(HERE), "--port", str(ports["upstream"])]
-    relay_command = [*uvicorn, "--factory", "bare_relay:create_app", "--app-dir", str(HERE)]
+    relay_command = [*UVICORN, "--factory", "bare_relay:create_app", "--app-dir", str(HERE)]
     relay_command += ["--port", str(ports["relay"])]
-    proxy_command = [sys.executable, "-m", "service", "--log-level", "warning"]
-    proxy_command += ["--port", str(ports["proxy"]), "--workers", str(args.workers)]
     with (
         tempfile.TemporaryDirectory() as metrics_dir,
-        server(upstream_command, ports["upstream"]) as upstream,
+        server(canned_upstream_command(ports["upstream"]), ports["upstream"]) as upstream,
     ):
         proxy_env = {"UPSTREAM_BASE_URL": f"{upstream.url}/v1", "ACCESS_LOG": "false"}
         if args.workers > 1:
             proxy_env["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         relay_env = {"BARE_RELAY_UPSTREAM": f"{upstream.url}/v1"}
         with (
-            server(proxy_command, ports["proxy"], proxy_env) as proxy,
+            server(proxy_command(ports["proxy"], args.workers), ports["proxy"], proxy_env) as proxy,
             server(relay_command, ports["relay"], relay_env) as relay,
         ):
             targets = {"upstream": upstream, "proxy": proxy, "relay": relay}

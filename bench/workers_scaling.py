@@ -18,11 +18,10 @@ import asyncio
 import os
 import resource
 import statistics
-import sys
 import tempfile
 
-from proxy import HERE, Server, free_port, server
-from versus_relay import CONCURRENT_STREAMS, concurrent_rate, cpu_seconds, requests_counted
+from proxy import Server, canned_upstream_command, free_port, proxy_command, server
+from versus_relay import CONCURRENT_STREAMS, concurrent_rate, requests_counted
 
 
 def streams_sent(requests: int) -> int:
@@ -37,13 +36,13 @@ def client_cpu_seconds() -> float:
 
 def measured(target: Server, upstream: Server, requests: int, chunks: int) -> dict[str, float]:
     """Streams per second, and CPU milliseconds per stream of the proxy, upstream, client."""
-    upstream_before, client_before = cpu_seconds(upstream), client_cpu_seconds()
+    upstream_before, client_before = upstream.cpu_seconds(), client_cpu_seconds()
     rate, proxy_ms = asyncio.run(concurrent_rate(target, requests, chunks))
     streams = streams_sent(requests)
     return {
         "rate": rate,
         "proxy_ms": proxy_ms,
-        "upstream_ms": (cpu_seconds(upstream) - upstream_before) / streams * 1e3,
+        "upstream_ms": (upstream.cpu_seconds() - upstream_before) / streams * 1e3,
         "client_ms": (client_cpu_seconds() - client_before) / streams * 1e3,
     }
 
@@ -55,24 +54,19 @@ def main() -> None:
     options.add_argument("--requests", type=int, default=640, help="streams per round")
     options.add_argument("--chunks", type=int, default=200, help="prose chunks per stream")
     args = options.parse_args()
-    uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
     upstream_port = free_port()
-    upstream_command = [*uvicorn, "--factory", "canned_upstream:create_app"]
-    upstream_command += ["--app-dir", str(HERE), "--port", str(upstream_port)]
     with (
         tempfile.TemporaryDirectory() as metrics_dir,
-        server(upstream_command, upstream_port) as upstream,
+        server(canned_upstream_command(upstream_port), upstream_port) as upstream,
     ):
         env = {"UPSTREAM_BASE_URL": f"{upstream.url}/v1", "ACCESS_LOG": "false"}
         proxies = {}
         for workers in (1, args.workers):
             port = free_port()
-            command = [sys.executable, "-m", "service", "--log-level", "warning"]
-            command += ["--port", str(port), "--workers", str(workers)]
             worker_env = dict(env)
             if workers > 1:
                 worker_env["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(metrics_dir, str(workers))
-            proxies[workers] = (command, port, worker_env)
+            proxies[workers] = (proxy_command(port, workers), port, worker_env)
         with (
             server(*proxies[1]) as single,
             server(*proxies[args.workers]) as several,
