@@ -31,8 +31,9 @@ def test_versus_relay_prints_every_row_and_counts_every_request() -> None:
         *("--concurrent-requests", "64", "--concurrent-chunks", "5"),
     )
 
+    # At these sizes a per-chunk difference may well come out negative: noise, not news.
     for row in ("server CPU per chunk", "time to first byte added", "non-stream added"):
-        assert re.search(rf"^{row} .* [\d.]+x ", out, re.MULTILINE), out
+        assert re.search(rf"^{row} .* -?[\d.]+x ", out, re.MULTILINE), out
     assert "peak RSS (MB)" in out
     # 20 warm-up pairs; per round 2 first bytes, 2 short streams, 2 answers, 3 long streams,
     # then 64 warm-up and 64 measured concurrent streams.
