@@ -1,6 +1,8 @@
-"""The README's reference tables say what the program does: its configuration table lists
-exactly the settings (with their flags and defaults), its metrics table exactly the
-collectors the proxy registers. A setting, flag or metric added without its row fails here."""
+"""The documentation's reference tables say what the program does: the configuration table
+(docs/configuration.md) lists exactly the settings (with their flags and defaults), the
+metrics table (docs/metrics-and-logs.md) exactly the collectors the proxy registers, and the
+front page's top settings are rows of the configuration table. A setting, flag or metric
+added without its row fails here, and so does a link between the pages that leads nowhere."""
 
 from __future__ import annotations
 
@@ -14,36 +16,69 @@ from service.__main__ import FLAG_VARIABLES, build_parser
 from service.metrics import MULTIPROCESS_DIR_VARIABLE, ProxyMetrics
 from service.settings import Settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-# Variables the README documents that a library reads, not `Settings`.
+
+def repository_root() -> Path:
+    """The directory holding pyproject.toml, found upwards from this file wherever it lives."""
+    here = Path(__file__).resolve()
+    return next(folder for folder in here.parents if (folder / "pyproject.toml").is_file())
+
+
+ROOT = repository_root()
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+CONFIGURATION = DOCS / "configuration.md"
+METRICS = DOCS / "metrics-and-logs.md"
+# Variables the docs document that a library reads, not `Settings`.
 LIBRARY_VARIABLES = {MULTIPROCESS_DIR_VARIABLE}
 CODE = re.compile(r"`([^`]+)`")
 FLAG = re.compile(r"--[a-z][a-z-]*")
+HEADING = re.compile(r"(#{1,6}) (.+)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def table_under(heading: str) -> list[list[str]]:
-    """The rows (cells stripped) of the first Markdown table after `## heading`, header and
-    separator rows left out."""
-    text = README.read_text()
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    lines = section.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+def headings(page: Path) -> list[tuple[int, str]]:
+    """(line number, title) of each Markdown heading of `page`, lines in code fences left out."""
+    found = []
+    in_fence = False
+    for number, line in enumerate(page.read_text().splitlines()):
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        elif not in_fence and (match := HEADING.fullmatch(line)):
+            found.append((number, match[2].strip()))
+    return found
+
+
+def table_under(page: Path, heading: str) -> list[list[str]]:
+    """The rows (cells stripped) of the first Markdown table after the heading `heading` (of
+    any level) of `page`, before the next heading; header and separator rows left out."""
+    lines = page.read_text().splitlines()
+    numbers = [number for number, _ in headings(page)] + [len(lines)]
+    starts = [number for number, title in headings(page) if title == heading]
+    assert starts, f"{page.name} has no heading {heading!r}"
+    section = lines[starts[0] + 1 : next(n for n in numbers if n > starts[0])]
+    table = [i for i, line in enumerate(section) if line.startswith("|")]
+    assert table, f"{page.name} has no table under {heading!r}"
     rows = []
-    for line in lines[start + 2 :]:
+    for line in section[table[0] + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([cell.strip() for cell in line.strip("|").split("|")])
     return rows
 
 
+def settings_rows(rows: list[list[str]]) -> dict[str, tuple[str, str]]:
+    """{VARIABLE: (flag cell, default cell)} from the rows of a settings table."""
+    settings = {}
+    for variable, flag, default, _meaning in rows:
+        [name] = CODE.findall(variable)
+        assert name not in settings, f"{name} has two rows"
+        settings[name] = (flag, default)
+    return settings
+
+
 def configuration() -> dict[str, tuple[str, str]]:
     """{VARIABLE: (flag cell, default cell)} from the configuration table."""
-    rows = {}
-    for variable, flag, default, _meaning in table_under("Configuration"):
-        [name] = CODE.findall(variable)
-        assert name not in rows, f"{name} has two rows"
-        rows[name] = (flag, default)
-    return rows
+    return settings_rows(table_under(CONFIGURATION, "Configuration"))
 
 
 def test_configuration_table_lists_every_setting_and_nothing_else() -> None:
@@ -82,7 +117,7 @@ def test_every_literal_default_in_the_table_is_the_settings_default() -> None:
 
 
 def shown(value: object) -> str:
-    """A default as the README writes it."""
+    """A default as the docs write it."""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, Enum):
@@ -93,14 +128,46 @@ def shown(value: object) -> str:
     return str(value)
 
 
+def test_the_front_page_top_settings_are_rows_of_the_configuration_table() -> None:
+    """The README's short table repeats rows of the full one: same flags, same defaults."""
+    top = settings_rows(table_under(README, "Top settings"))
+    full = configuration()
+
+    assert top
+    assert {variable: full.get(variable) for variable in top} == top
+
+
 def test_metrics_table_lists_every_collector_with_its_type() -> None:
     registered = {
         family.name + ("_total" if family.type == "counter" else ""): family.type
         for family in ProxyMetrics().registry.collect()
     }
     documented = {}
-    for metric, kind, _labels, _meaning in table_under("Metrics"):
+    for metric, kind, _labels, _meaning in table_under(METRICS, "Metrics"):
         [name] = CODE.findall(metric)
         documented[name] = kind
 
     assert documented == registered
+
+
+def anchor(title: str) -> str:
+    """A heading's anchor as GitHub writes it: lower case, punctuation dropped, spaces as `-`."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def anchors_of(page: Path) -> set[str]:
+    return {anchor(title) for _, title in headings(page)}
+
+
+def test_every_link_between_the_pages_leads_to_a_page_and_heading() -> None:
+    broken = []
+    for page in [README, *sorted(DOCS.glob("*.md"))]:
+        for target in LINK.findall(page.read_text()):
+            if "://" in target:
+                continue
+            path, _, fragment = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.is_file() or (fragment and fragment not in anchors_of(linked)):
+                broken.append(f"{page.name}: {target}")
+
+    assert broken == []
