@@ -35,8 +35,8 @@ from typing import Any
 import httpx
 
 from protocols import ToolCall, ToolSpec, get_protocol
-from service.chat_request import parse_chat_request
-from service.rewrite import rewrite_request
+from service.chat.request import parse_chat_request
+from service.chat.rewrite import rewrite_request
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "calls.jsonl"

@@ -2,6 +2,7 @@
 
 from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
 from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
+from .forced_call import parse_forced_call, render_forced_call_prompt
 from .parts import (
     ErrorKind,
     OnError,
@@ -19,6 +20,7 @@ from .parts import (
     ToolSpec,
 )
 from .registry import UnknownProtocolError, get_protocol, protocol_names
+from .relaxed_json import parse_relaxed_json
 
 __all__ = [
     "SMALL_CALL_CHARS",
@@ -43,5 +45,8 @@ __all__ = [
     "UnknownProtocolError",
     "UnknownTools",
     "get_protocol",
+    "parse_forced_call",
+    "parse_relaxed_json",
     "protocol_names",
+    "render_forced_call_prompt",
 ]

@@ -15,13 +15,18 @@ from pydantic import ValidationError
 
 from protocols import protocol_names
 
-from .access_log import LOGGER_NAME, LogFormat
 from .app import build_router
-from .log_config import LogLevel, configure_logging, held_records
-from .metrics import prepare_multiprocess_dir
-from .routing import RoutesFileError
+from .observability import (
+    LOGGER_NAME,
+    LogFormat,
+    LogLevel,
+    configure_logging,
+    held_records,
+    prepare_multiprocess_dir,
+)
 from .server_limits import server_options
 from .settings import SETTING_RECORD_KEY, Settings
+from .upstream import RoutesFileError
 
 # Each flag overrides the environment variable it is written into (every worker reads it).
 FLAG_VARIABLES = {

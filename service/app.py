@@ -12,22 +12,21 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from protocols import get_protocol
 
-from .access_log import use_stderr_unless_configured
 from .auth import ClientKeys
-from .completions import create_completion
+from .chat import create_completion
 from .context import ProxyContext
-from .debug import ParserDebug
-from .errors import UPSTREAM_ERROR, error_body, install_error_handlers
-from .log_config import line_formatter
-from .metrics import ProxyMetrics
+from .observability import (
+    ParserDebug,
+    ProxyMetrics,
+    RequestTelemetry,
+    line_formatter,
+    use_stderr_unless_configured,
+)
 from .passthrough import forward, list_models, upstream_ready
-from .response_store import ResponseStore
-from .responses_api import create_response
-from .routing import Router, Target, load_routes
+from .responses import ResponseStore, create_response
 from .settings import DEMO_MOUNT_PATH, Settings
-from .telemetry import RequestTelemetry
-from .upstream import ReadLimits, Upstream, build_client
-from .wire_json import json_response
+from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
+from .wire import UPSTREAM_ERROR, error_body, install_error_handlers, json_response
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -84,7 +83,8 @@ def create_app(settings: Settings) -> FastAPI:
                 max_responses=settings.response_store_size,
                 ttl_seconds=settings.response_store_ttl_seconds,
             )
-            app.state.context = ProxyContext(settings, upstream, router, metrics, debug, store)
+            app.state.context = ProxyContext(settings, upstream, router, metrics, debug)
+            app.state.response_store = store
             yield
 
     app = FastAPI(
@@ -105,7 +105,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.post("/v1/responses", dependencies=client_key)
     async def responses(request: Request) -> Response:
-        return await create_response(request, _context(request))
+        return await create_response(request, _context(request), request.app.state.response_store)
 
     @app.get("/v1/models", dependencies=client_key)
     async def models(request: Request) -> Response:

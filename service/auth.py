@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from .errors import AUTHENTICATION_ERROR, ProxyError
+from .wire import AUTHENTICATION_ERROR, ProxyError
 
 BEARER = "bearer"
 

@@ -1,6 +1,6 @@
 """What every endpoint shares for the app's lifetime: settings, the upstream client, the
-model router, the metrics, the parser debug mode and the Responses store, plus the upstream
-headers a request gets."""
+model router, the metrics and the parser debug mode, plus the upstream headers a request
+gets."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from .debug import ParserDebug
-from .headers import HeaderPairs, upstream_authorization, upstream_headers
-from .metrics import ProxyMetrics
-from .response_store import ResponseStore
-from .routing import Router, Target
+from .observability import ParserDebug, ProxyMetrics
 from .settings import Settings
-from .upstream import Upstream
+from .upstream import Router, Target, Upstream
+from .wire import HeaderPairs, upstream_authorization, upstream_headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +21,6 @@ class ProxyContext:
     router: Router
     metrics: ProxyMetrics
     debug: ParserDebug | None  # None: DEBUG_PARSER_MW=off
-    response_store: ResponseStore
 
     def headers_for(self, request: Request, target: Target, *, relay: bool) -> HeaderPairs:
         """The client's headers as the upstream should see them, with the right key."""

@@ -24,9 +24,7 @@ from starlette.routing import Route
 
 from protocols import Protocol, ToolCall, ToolSpec
 
-from .errors import error_body
-from .sse import DONE_EVENT, data_event
-from .wire_json import json_bytes
+from .wire import DONE_EVENT, data_event, error_body, json_bytes
 
 DEMO_MODEL_ID = "demo"
 # Small enough that tags and JSON are split mid-token, as a real model's stream splits them.

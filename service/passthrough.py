@@ -10,10 +10,8 @@ from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import Request
 
 from .context import ProxyContext
-from .errors import ProxyError
-from .headers import upstream_authorization, upstream_headers
-from .relay import ClosingResponse, relayed
-from .request_body import limited_stream
+from .upstream import ClosingResponse, relayed
+from .wire import ProxyError, limited_stream, upstream_authorization, upstream_headers
 
 # An upstream that cannot list its models this fast is treated as not ready: a probe should
 # fail fast rather than hang behind a stuck upstream (set the probe's own timeout above it).

@@ -15,9 +15,8 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .errors import INVALID_REQUEST, error_body
 from .settings import Settings
-from .wire_json import json_bytes
+from .wire import INVALID_REQUEST, error_body, json_bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from protocols import SMALL_CALL_CHARS, ArgumentsMode, UnknownTools, protocol_names
 
-from .access_log import LogFormat
-from .debug import DebugMode, HighlightStyle
-from .log_config import LogLevel
+from .observability import DebugMode, HighlightStyle, LogFormat, LogLevel
 
 logger = logging.getLogger(__name__)
 # A warning about an environment variable whose value was replaced by the default carries the

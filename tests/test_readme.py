@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from service.__main__ import FLAG_VARIABLES, build_parser
-from service.metrics import MULTIPROCESS_DIR_VARIABLE, ProxyMetrics
+from service.observability.metrics import MULTIPROCESS_DIR_VARIABLE, ProxyMetrics
 from service.settings import Settings
 
 

@@ -1,0 +1,222 @@
+"""One chat completion's life: decode the request, rewrite it for its upstream, then answer
+by relaying (nothing to parse), parsing a stream, parsing a whole answer, or forcing one call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+
+from protocols import Protocol
+
+from ..context import ProxyContext
+from ..observability import CompletionObserver, ParserTrace, request_record
+from ..upstream import ClosingResponse, Target, UpstreamStream, answer_choices, relayed
+from ..wire import (
+    EventStream,
+    data_event,
+    joined_when_ready,
+    json_bytes,
+    json_response,
+    read_limited,
+    while_connected,
+)
+from .chunks import MessageBuilder, finish_reason
+from .forced_answer import forced_call_completion, forced_call_deltas, forced_call_events
+from .parser_config import OutputParsing
+from .request import ChatRequest, ChoiceMode, content_text, parse_chat_request
+from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
+from .stream import chunk_payloads, stream_completion
+
+# Comment events keep idle intermediaries from closing the stream during a long prefill;
+# clients ignore them.
+KEEPALIVE_PING_SECONDS = 15
+# The model name an answer carries when the upstream names none and the client named none.
+UNNAMED_MODEL = "unknown"
+
+
+async def create_completion(request: Request, context: ProxyContext) -> Response:
+    """`POST /v1/chat/completions`."""
+    raw = await read_limited(request, context.settings.max_request_bytes)
+    chat = parse_chat_request(raw)
+    record = request_record(request)
+    model = chat.body.get("model")
+    record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
+    target = context.router.target_for(model)
+    exchange = ChatExchange(request, context, chat, target)
+    if not needs_rewrite(chat):
+        # Pure pass-through: the body as it came (unless a route renames the model), the
+        # answer relayed byte for byte.
+        as_sent = raw if target.model is None else json_bytes({**chat.body, "model": target.model})
+        return await exchange.relay(as_sent)
+    protocol = context.router.protocol_for(target)
+    body = json_bytes(rewrite_request(chat, protocol, target.model))
+    if chat.choice in FORCED_CHOICES:
+        return answer_response(
+            await exchange.forced_call(protocol, body), drain_timeout=context.settings.drain_timeout
+        )
+    if not chat.tools or chat.choice is ChoiceMode.NONE:
+        return await exchange.relay(body)  # the history's rewrite was all there was to do
+    return answer_response(
+        await exchange.parsed(protocol, body), drain_timeout=context.settings.drain_timeout
+    )
+
+
+def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
+    """The upstream's completion with each choice's text parsed into content and calls;
+    every other field (id, created, model, usage, system_fingerprint...) kept."""
+    choices = []
+    for choice in answer_choices(answer):
+        message = choice.get("message") or {}
+        mapper = parsing.mapper()
+        builder = MessageBuilder()
+        builder.add(mapper.deltas(parsing.parse_whole(content_text(message.get("content")))))
+        reason = finish_reason(choice.get("finish_reason"), mapper)
+        choices.append({**choice, "message": builder.message(message), "finish_reason": reason})
+    parsing.observer.usage(answer.get("usage"))
+    return {**answer, "choices": choices}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """A chat completion the proxy made from the upstream's: whole, or as SSE event bytes
+    (`stream_completion`'s) with the upstream stream they read from, if any."""
+
+    trace: ParserTrace | None
+    completion: dict[str, Any] | None = None
+    events: EventStream | None = None
+    upstream: UpstreamStream | None = None
+
+
+class ChatExchange:
+    """One chat request and its upstream target, answered one of three ways. Every wait on
+    the upstream is abandoned if the client leaves."""
+
+    def __init__(
+        self, request: Request, context: ProxyContext, chat: ChatRequest, target: Target
+    ) -> None:
+        self._request = request
+        self._context = context
+        self._chat = chat
+        self._target = target
+        self._url = target.chat_url
+
+    async def relay(self, body: bytes) -> Response:
+        """Nothing to parse: the upstream's answer goes back byte for byte."""
+        headers = self._context.headers_for(self._request, self._target, relay=True)
+        opening = self._context.upstream.open_stream(
+            "POST", self._url, headers=headers, content=body
+        )
+        return relayed(await while_connected(self._request.receive, opening))
+
+    async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
+        """Tools offered: the model's text parsed into content and calls."""
+        chat, settings = self._chat, self._context.settings
+        observer, trace = self.observers(protocol)
+        parsing = OutputParsing.configured(
+            settings,
+            protocol,
+            chat.tools,
+            single_call=chat.single_call,
+            observer=observer,
+            trace=trace,
+        )
+        if not chat.stream:
+            return ChatAnswer(trace, parsed_completion(await self.answer(body), parsing))
+        stream = await self.open_stream(body)
+        events = stream_completion(
+            stream, parsing, include_usage=chat.include_usage, fallback_model=self.model_name()
+        )
+        return ChatAnswer(trace, events=events, upstream=stream)
+
+    async def forced_call(self, protocol: Protocol, body: bytes) -> ChatAnswer:
+        """Tool-choice mode: one whole upstream answer, exactly one call back."""
+        chat = self._chat
+        observer, trace = self.observers(protocol)
+        answer = await self.answer(body)
+        deltas = forced_call_deltas(answer, chat, protocol, observer, trace)
+        if not chat.stream:
+            return ChatAnswer(trace, forced_call_completion(answer, deltas))
+        events = forced_call_events(
+            answer, deltas, include_usage=chat.include_usage, fallback_model=self.model_name()
+        )
+        return ChatAnswer(trace, events=events)
+
+    async def unparsed(self, body: bytes) -> ChatAnswer:
+        """No tools to parse, for an endpoint that translates the answer: the upstream's own
+        completion, or its chunks as events."""
+        if not self._chat.stream:
+            return ChatAnswer(None, await self.answer(body))
+        stream = await self.open_stream(body)
+        events = (data_event(payload.encode()) async for payload in chunk_payloads(stream))
+        return ChatAnswer(None, events=events, upstream=stream)
+
+    def observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
+        """Who hears about this completion: the metrics always, the debug trace if it is on."""
+        record = request_record(self._request)
+        debug = self._context.debug
+        trace = (
+            None if debug is None else debug.trace(record.request_id, protocol, self._chat.tools)
+        )
+        return CompletionObserver(protocol.name, self._context.metrics, record, trace), trace
+
+    async def answer(self, body: bytes) -> dict[str, Any]:
+        """The upstream's whole JSON answer."""
+        headers = self._context.headers_for(self._request, self._target, relay=False)
+        asking = self._context.upstream.request_json(
+            "POST", self._url, headers=headers, content=body
+        )
+        return await while_connected(self._request.receive, asking)
+
+    async def open_stream(self, body: bytes) -> UpstreamStream:
+        """The upstream's streamed answer, its status already 2xx; the caller closes it."""
+        headers = self._context.headers_for(self._request, self._target, relay=False)
+        opening = self._context.upstream.open_stream(
+            "POST", self._url, headers=headers, content=body
+        )
+        return await while_connected(self._request.receive, opening)
+
+    def model_name(self) -> str:
+        """The model an answer names when the upstream's chunks name none."""
+        model = self._chat.body.get("model")
+        return model if isinstance(model, str) and model else UNNAMED_MODEL
+
+
+def answer_response(answer: ChatAnswer, *, drain_timeout: float) -> Response:
+    """The chat answer as the client's JSON or event-stream response."""
+    if answer.events is None:
+        return traced_json_response(answer.completion or {}, answer.trace)
+    return traced_event_response(
+        answer.events, answer.trace, answer.upstream, drain_timeout=drain_timeout
+    )
+
+
+def traced_json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
+    if trace is not None:
+        trace.client_answer(answer)
+    return json_response(answer)
+
+
+def traced_event_response(
+    events: EventStream,
+    trace: ParserTrace | None,
+    upstream: UpstreamStream | None,
+    *,
+    drain_timeout: float,
+) -> Response:
+    """An event stream; `upstream`, if any, owned by the response: closed however it ends,
+    even if the client left before the first event was pulled."""
+    if trace is not None:
+        events = trace.client_events(events)
+    # At shutdown sse-starlette would end the stream at once; it gets DRAIN_TIMEOUT to finish,
+    # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
+    response = EventSourceResponse(
+        joined_when_ready(events),
+        ping=KEEPALIVE_PING_SECONDS,
+        sep="\n",
+        shutdown_grace_period=drain_timeout,
+    )
+    return response if upstream is None else ClosingResponse(response, upstream)

@@ -1,0 +1,98 @@
+"""How one request's model output is parsed: its protocol, its tools and the deployment's
+parser options, handing out fresh parsers and delta mappers per choice (traced when
+DEBUG_PARSER_MW is on)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocols import (
+    ArgumentsMode,
+    Part,
+    Protocol,
+    StreamParser,
+    ToolSpec,
+    UnknownTools,
+)
+
+from ..observability import CompletionObserver, ParserTrace, parse_traced
+from ..settings import Settings
+from .chunks import DeltaMapper
+
+
+@dataclass(frozen=True, slots=True)
+class OutputParsing:
+    """Everything needed to turn one request's model text into OpenAI deltas.
+
+    >>> parser, mapper = parsing.stream_parser(), parsing.mapper()
+    >>> deltas = mapper.deltas(parser.feed("Hi <tool_call>"))
+    """
+
+    protocol: Protocol
+    tools: tuple[ToolSpec, ...]
+    arguments_mode: ArgumentsMode
+    unknown_tools: UnknownTools
+    small_call_chars: int
+    off_protocol_calls: bool
+    think_as_reasoning: bool
+    single_call: bool
+    observer: CompletionObserver
+    trace: ParserTrace | None = None
+
+    @classmethod
+    def configured(
+        cls,
+        settings: Settings,
+        protocol: Protocol,
+        tools: tuple[ToolSpec, ...],
+        *,
+        single_call: bool,
+        observer: CompletionObserver,
+        trace: ParserTrace | None = None,
+    ) -> OutputParsing:
+        """The deployment's parser options applied to one request's protocol and tools."""
+        return cls(
+            protocol=protocol,
+            tools=tools,
+            arguments_mode=settings.tool_arguments_streaming,
+            unknown_tools=settings.unknown_tools,
+            small_call_chars=settings.small_call_chars,
+            off_protocol_calls=settings.off_protocol_calls,
+            think_as_reasoning=settings.think_as_reasoning,
+            single_call=single_call,
+            observer=observer,
+            trace=trace,
+        )
+
+    def stream_parser(self) -> StreamParser:
+        parser = self.protocol.stream_parser(
+            self.tools,
+            on_error=self.observer.parse_error,
+            mode=self.arguments_mode,
+            unknown_tools=self.unknown_tools,
+            small_call_chars=self.small_call_chars,
+            off_protocol_calls=self.off_protocol_calls,
+        )
+        return parser if self.trace is None else self.trace.stream_parser(parser)
+
+    def parse_whole(self, text: str) -> list[Part]:
+        """A complete text at once: atomic, so a call cut short stays text."""
+
+        def parse() -> list[Part]:
+            return self.protocol.parse(
+                text,
+                self.tools,
+                on_error=self.observer.parse_error,
+                unknown_tools=self.unknown_tools,
+                off_protocol_calls=self.off_protocol_calls,
+            )
+
+        return parse_traced(self.trace, text, parse)
+
+    def mapper(self) -> DeltaMapper:
+        return DeltaMapper(
+            think_as_reasoning=self.think_as_reasoning,
+            single_call=self.single_call,
+            on_call=self.observer.tool_call,
+            on_dropped_call=self.observer.dropped_call,
+        )

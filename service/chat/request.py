@@ -1,0 +1,174 @@
+"""A client's chat-completions request, decoded and checked: anything malformed becomes a 400
+in OpenAI's error shape naming the offending `param`, never a 500."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from protocols import ToolSpec
+
+from ..wire import ProxyError
+
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+TEXT_PART_TYPES = frozenset({"text", "input_text", "refusal"})
+PART_SEPARATOR = "\n"  # between a content's text parts, as chat templates join them
+
+
+class ChoiceMode(StrEnum):
+    AUTO = "auto"  # the model may call tools: render them, parse the output
+    NONE = "none"  # no tools offered, nothing parsed (history is still rendered)
+    REQUIRED = "required"  # exactly one call, through the tool-choice path
+    NAMED = "named"  # exactly one call of the named tool
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """The decoded body plus the tool facts the proxy acts on."""
+
+    body: dict[str, Any]
+    tools: tuple[ToolSpec, ...]
+    choice: ChoiceMode
+    named_tool: str | None
+    single_call: bool  # `parallel_tool_calls: false`
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.body["messages"]
+        return messages
+
+    @property
+    def stream(self) -> bool:
+        return self.body.get("stream") is True
+
+    @property
+    def include_usage(self) -> bool:
+        options = self.body.get("stream_options")
+        return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def invalid(message: str, param: str | None, code: str = "invalid_value") -> ProxyError:
+    return ProxyError(400, message, param=param, code=code)
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    """Decode and check a `POST /v1/chat/completions` body.
+
+    >>> parse_chat_request(b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}')
+    """
+    return checked_chat_request(decoded_body(raw))
+
+
+def decoded_body(raw: bytes) -> dict[str, Any]:
+    """A request body that must be a JSON object."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise invalid("request body is not valid JSON", None, "invalid_json") from None
+    except RecursionError:  # json's C decoder recurses per level: `[` x 200,000 gets here
+        raise invalid("request body nests too deeply", None, "invalid_json") from None
+    if not isinstance(body, dict):
+        raise invalid("request body must be a JSON object", None)
+    return body
+
+
+def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
+    """A decoded chat body checked; the Responses endpoint builds its chat body and comes here."""
+    _check_messages(body.get("messages"))
+    raw_tools = _declared_tools(body)
+    tools = tuple(ToolSpec.from_openai(tool) for tool in raw_tools)
+    choice, named = _tool_choice(body, {tool.name for tool in tools})
+    parallel = body.get("parallel_tool_calls")
+    if parallel is None:  # absent or null: OpenAI's default
+        parallel = True
+    if not isinstance(parallel, bool):
+        raise invalid("'parallel_tool_calls' must be a boolean", "parallel_tool_calls")
+    return ChatRequest(body, tools, choice, named, single_call=not parallel)
+
+
+def _check_messages(messages: object) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise invalid("'messages' must be a non-empty array", "messages")
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise invalid("each message must be an object", f"messages[{index}]")
+        if message.get("role") not in VALID_ROLES:
+            raise invalid(
+                f"role must be one of {', '.join(sorted(VALID_ROLES))}",
+                f"messages[{index}].role",
+            )
+        if not isinstance(message.get("content"), str | list | None):
+            raise invalid(
+                "content must be a string, an array of parts or null",
+                f"messages[{index}].content",
+            )
+        if not isinstance(message.get("tool_calls"), list | None):
+            raise invalid("tool_calls must be an array", f"messages[{index}].tool_calls")
+
+
+def _declared_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """`tools`, or legacy `functions` seen as tools, each checked to name a function."""
+    tools = body.get("tools")
+    param = "tools"
+    if tools is None and body.get("functions") is not None:
+        functions = body["functions"]
+        param = "functions"
+        if isinstance(functions, list):
+            tools = [{"type": "function", "function": function} for function in functions]
+        else:
+            tools = functions
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise invalid(f"'{param}' must be an array", param)
+    for index, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if (
+            not isinstance(tool, dict)
+            or tool.get("type") != "function"
+            or not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not function["name"]
+            or not isinstance(function.get("parameters", {}), dict | None)
+        ):
+            raise invalid(
+                'each tool must be {"type": "function", "function": {"name": ...}}',
+                f"{param}[{index}]",
+            )
+    return tools
+
+
+def _tool_choice(body: dict[str, Any], declared: set[str]) -> tuple[ChoiceMode, str | None]:
+    param = "tool_choice" if "tool_choice" in body else "function_call"
+    choice = body.get(param)
+    if choice is None or choice == "auto":
+        return ChoiceMode.AUTO, None
+    if choice == "none":
+        return ChoiceMode.NONE, None
+    if not declared:
+        raise invalid(f"'{param}' needs declared tools", param)
+    if choice == "required":
+        return ChoiceMode.REQUIRED, None
+    # {"type": "function", "function": {"name": ...}}, or legacy function_call {"name": ...}
+    function = choice.get("function", choice) if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str):
+        raise invalid(f"'{param}' must be auto, none, required or name a function", param)
+    if name not in declared:
+        raise invalid(f"'{param}' names undeclared tool {name!r}", param)
+    return ChoiceMode.NAMED, name
+
+
+def content_text(content: Any) -> str:
+    """A message content's text: a string as is, text parts joined, null as ""."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return PART_SEPARATOR.join(
+        str(part.get("text") or part.get("refusal") or "")
+        for part in content
+        if isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES
+    )

@@ -1,0 +1,168 @@
+"""A client's chat request turned into the tools-free request the upstream can take: tools
+written into the system prompt, earlier calls and results written into the history as text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from protocols import Protocol, ToolSpec, parse_relaxed_json, render_forced_call_prompt
+
+from .request import PART_SEPARATOR, TEXT_PART_TYPES, ChatRequest, ChoiceMode, content_text
+
+# Request fields that describe tools: the upstream cannot take them, the proxy answers them.
+TOOL_FIELDS = frozenset(
+    {"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"}
+)
+SYSTEM_ROLES = frozenset({"system", "developer"})
+TOOL_RESULT_ROLES = frozenset({"tool", "function"})
+FORCED_CHOICES = frozenset({ChoiceMode.REQUIRED, ChoiceMode.NAMED})
+# A result whose call is not in the history (a client that trimmed it) still needs a name.
+UNKNOWN_TOOL_NAME = "unknown"
+SECTION_SEPARATOR = "\n\n"  # between the client's system text and the tool instructions
+
+
+def needs_rewrite(request: ChatRequest) -> bool:
+    """False for a request with no tools and no tool history: it goes upstream as it came."""
+    return not TOOL_FIELDS.isdisjoint(request.body) or any(
+        _is_tool_history(message) for message in request.messages
+    )
+
+
+def rewrite_request(
+    request: ChatRequest, protocol: Protocol, upstream_model: str | None
+) -> dict[str, Any]:
+    """The upstream body: tool fields removed, every other field passed through untouched.
+
+    >>> rewrite_request(request, get_protocol("json-mix"), "qwen2.5-7b")["messages"][0]
+    {'role': 'system', 'content': 'You are terse.\\n\\n# Tools...'}
+    """
+    body = {key: value for key, value in request.body.items() if key not in TOOL_FIELDS}
+    messages = render_history(request.messages, protocol)
+    instructions = tool_instructions(request, protocol)
+    if instructions:
+        messages = _with_system_text(messages, instructions)
+    body["messages"] = messages
+    if upstream_model is not None:
+        body["model"] = upstream_model
+    if request.choice in FORCED_CHOICES:
+        # The single {name, arguments} object is parsed whole, so it is asked for whole.
+        body["stream"] = False
+        body.pop("stream_options", None)
+    return body
+
+
+def tool_instructions(request: ChatRequest, protocol: Protocol) -> str | None:
+    """The system-prompt text offering the tools, or None when none are offered."""
+    if not request.tools or request.choice is ChoiceMode.NONE:
+        return None
+    if request.choice is ChoiceMode.AUTO:
+        return protocol.render_tools(request.tools, single_call=request.single_call)
+    return render_forced_call_prompt(offered_tools(request), named=request.named_tool)
+
+
+def offered_tools(request: ChatRequest) -> list[ToolSpec]:
+    """The tools a forced choice may pick from: only the named one when one is named."""
+    return [tool for tool in request.tools if request.named_tool in (None, tool.name)]
+
+
+def render_history(messages: Sequence[dict[str, Any]], protocol: Protocol) -> list[dict[str, Any]]:
+    """Messages with assistant tool calls as assistant text and each run of consecutive tool
+    results as one user message, both written in `protocol`; others untouched."""
+    rendered: list[dict[str, Any]] = []
+    call_names: dict[str, str] = {}
+    results: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] in TOOL_RESULT_ROLES:
+            results.append(message)
+            continue
+        if results:
+            rendered.append(_results_message(results, call_names, protocol))
+            results = []
+        if _is_tool_history(message):
+            rendered.append(_assistant_message(message, call_names, protocol))
+        else:
+            rendered.append(message)
+    if results:
+        rendered.append(_results_message(results, call_names, protocol))
+    return rendered
+
+
+def _is_tool_history(message: dict[str, Any]) -> bool:
+    if message["role"] in TOOL_RESULT_ROLES:
+        return True
+    return message["role"] == "assistant" and bool(
+        message.get("tool_calls") or message.get("function_call")
+    )
+
+
+def _assistant_message(
+    message: dict[str, Any], call_names: dict[str, str], protocol: Protocol
+) -> dict[str, Any]:
+    """The assistant's own text followed by each of its calls as the model would write it."""
+    calls = message.get("tool_calls") or []
+    if message.get("function_call"):
+        calls = [*calls, {"function": message["function_call"]}]  # legacy single call
+    sections = [content_text(message.get("content"))]
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue  # nothing to render; the model never saw a call here
+        name = str(function.get("name") or UNKNOWN_TOOL_NAME)
+        if isinstance(call.get("id"), str):
+            call_names[call["id"]] = name
+        sections.append(protocol.render_call(name, _call_arguments(function.get("arguments"))))
+    rewritten = {
+        key: value for key, value in message.items() if key not in {"tool_calls", "function_call"}
+    }
+    rewritten["content"] = PART_SEPARATOR.join(section for section in sections if section)
+    return rewritten
+
+
+def _call_arguments(arguments: Any) -> Any:
+    """A call's arguments as an object; clients send (and re-serialise) a JSON string."""
+    if not isinstance(arguments, str):
+        return {} if arguments is None else arguments
+    try:
+        return parse_relaxed_json(arguments)
+    except ValueError:
+        return arguments  # rendered as written: the model sees what it once produced
+
+
+def _results_message(
+    results: Sequence[dict[str, Any]], call_names: dict[str, str], protocol: Protocol
+) -> dict[str, Any]:
+    """Consecutive tool results as one user message; their images kept as parts."""
+    texts: list[str] = []
+    media: list[Any] = []
+    for result in results:
+        call_id = result.get("tool_call_id")
+        call_id = call_id if isinstance(call_id, str) else ""
+        name = call_names.get(call_id) or result.get("name") or UNKNOWN_TOOL_NAME
+        content = result.get("content")  # clients may leave out an empty result's content
+        texts.append(protocol.render_result(str(name), call_id, content_text(content)))
+        media.extend(_media_parts(content))
+    text = PART_SEPARATOR.join(texts)
+    if not media:
+        return {"role": "user", "content": text}
+    return {"role": "user", "content": [{"type": "text", "text": text}, *media]}
+
+
+def _with_system_text(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """`text` appended to the first system (or developer) message, or a new one first."""
+    for index, message in enumerate(messages):
+        if message["role"] in SYSTEM_ROLES:
+            own = content_text(message.get("content"))
+            content = f"{own}{SECTION_SEPARATOR}{text}" if own else text
+            return [*messages[:index], {**message, "content": content}, *messages[index + 1 :]]
+    return [{"role": "system", "content": text}, *messages]
+
+
+def _media_parts(content: Any) -> list[Any]:
+    if not isinstance(content, list):
+        return []
+    return [
+        part
+        for part in content
+        if not (isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES)
+    ]

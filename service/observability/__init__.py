@@ -1,0 +1,34 @@
+"""What the proxy tells its operators: Prometheus metrics, the DEBUG_PARSER_MW trace, the
+log configuration and access line, and the per-request record and telemetry they are
+built from."""
+
+from __future__ import annotations
+
+from .access_log import LOGGER_NAME, LogFormat, use_stderr_unless_configured
+from .debug import DebugMode, HighlightStyle, ParserDebug, ParserTrace, parse_traced
+from .log_config import LogLevel, configure_logging, held_records, line_formatter
+from .metrics import ProxyMetrics, UpstreamFailure, prepare_multiprocess_dir
+from .observer import CompletionObserver
+from .request_record import request_record
+from .telemetry import RequestTelemetry
+
+__all__ = [
+    "LOGGER_NAME",
+    "CompletionObserver",
+    "DebugMode",
+    "HighlightStyle",
+    "LogFormat",
+    "LogLevel",
+    "ParserDebug",
+    "ParserTrace",
+    "ProxyMetrics",
+    "RequestTelemetry",
+    "UpstreamFailure",
+    "configure_logging",
+    "held_records",
+    "line_formatter",
+    "parse_traced",
+    "prepare_multiprocess_dir",
+    "request_record",
+    "use_stderr_unless_configured",
+]

@@ -1,0 +1,9 @@
+"""`POST /v1/responses`: the Responses API translated onto the chat machinery, its events,
+and the store of earlier responses that `previous_response_id` reads."""
+
+from __future__ import annotations
+
+from .api import create_response
+from .store import ResponseStore
+
+__all__ = ["ResponseStore", "create_response"]

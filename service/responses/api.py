@@ -1,0 +1,156 @@
+"""`POST /v1/responses`: the Responses API served on the chat-completions machinery. The body
+becomes a chat request, the chat exchange answers it (rendering, parsing, forced calls, metrics
+and trace as for chat completions), and its answer is translated into a `response` or the
+Responses event stream. The upstream only ever sees chat completions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from protocols import Protocol
+
+from ..chat import (
+    FORCED_CHOICES,
+    ChatAnswer,
+    ChatExchange,
+    ChatRequest,
+    ChoiceMode,
+    rewrite_request,
+    traced_event_response,
+    traced_json_response,
+)
+from ..context import ProxyContext
+from ..observability import request_record
+from ..upstream import REASONING_KEYS
+from ..wire import (
+    DONE,
+    SERVER_ERROR,
+    UPSTREAM_ERROR,
+    EventStream,
+    ProxyError,
+    error_body,
+    event_payload,
+    json_bytes,
+    json_value,
+    read_limited,
+)
+from .events import Event, ResponseAssembler
+from .request import ResponsesRequest, parse_responses_request
+from .store import ResponseStore
+
+logger = logging.getLogger(__name__)
+
+
+async def create_response(
+    request: Request, context: ProxyContext, store: ResponseStore
+) -> Response:
+    """`POST /v1/responses`."""
+    raw = await read_limited(request, context.settings.max_request_bytes)
+    asked = parse_responses_request(raw, store)
+    chat = asked.chat
+    record = request_record(request)
+    model = chat.body.get("model")
+    record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
+    target = context.router.target_for(model)
+    protocol = context.router.protocol_for(target)
+    exchange = ChatExchange(request, context, chat, target)
+    body = json_bytes(rewrite_request(chat, protocol, target.model))
+    answer = await _chat_answer(exchange, chat, protocol, body)
+    assembler = ResponseAssembler(asked.body, model=exchange.model_name())
+
+    def stored() -> None:
+        _store(store, asked, assembler)
+
+    if answer.events is None:
+        response = whole_response(assembler, answer.completion or {})
+        stored()
+        return traced_json_response(response, answer.trace)
+    events = response_events(assembler, answer.events, on_finished=stored)
+    return traced_event_response(
+        events, answer.trace, answer.upstream, drain_timeout=context.settings.drain_timeout
+    )
+
+
+async def _chat_answer(
+    exchange: ChatExchange, chat: ChatRequest, protocol: Protocol, body: bytes
+) -> ChatAnswer:
+    if chat.choice in FORCED_CHOICES:
+        return await exchange.forced_call(protocol, body)
+    if chat.tools and chat.choice is not ChoiceMode.NONE:
+        return await exchange.parsed(protocol, body)
+    return await exchange.unparsed(body)
+
+
+def _store(store: ResponseStore, asked: ResponsesRequest, assembler: ResponseAssembler) -> None:
+    if asked.store:
+        store.put(assembler.response["id"], asked.inputs, assembler.output)
+
+
+def whole_response(assembler: ResponseAssembler, completion: dict[str, Any]) -> dict[str, Any]:
+    """A whole chat completion's first choice as the finished `response`."""
+    choice = (completion.get("choices") or [{}])[0]
+    assembler.delta(message_delta(choice.get("message") or {}))
+    assembler.finish(choice.get("finish_reason"), completion.get("usage"))
+    return assembler.response
+
+
+def message_delta(message: dict[str, Any]) -> dict[str, Any]:
+    """A whole chat message as the one delta that would have built it."""
+    calls = [{"index": index, **call} for index, call in enumerate(message.get("tool_calls") or ())]
+    reasoning = next((message[key] for key in REASONING_KEYS if message.get(key)), None)
+    return {"reasoning_content": reasoning, "content": message.get("content"), "tool_calls": calls}
+
+
+async def response_events(
+    assembler: ResponseAssembler,
+    chat_events: AsyncIterator[bytes],
+    *,
+    on_finished: Callable[[], None],
+) -> EventStream:
+    """The Responses event stream for a chat event stream (choice 0). A failure, in the
+    upstream or here, ends it with `error` and `response.failed`."""
+    for event in assembler.start():
+        yield _encoded(event)
+    finish_reason, usage = None, None
+    try:
+        async for chat_event in chat_events:
+            payload = event_payload(chat_event)
+            if payload == DONE:
+                break
+            chunk = json_value(payload)
+            if "error" in chunk:
+                for event in assembler.fail(chunk["error"]):
+                    yield _encoded(event)
+                return
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or ():
+                if choice.get("index", 0) == 0:
+                    delta = choice.get("delta") or message_delta(choice.get("message") or {})
+                    for event in assembler.delta(delta):
+                        yield _encoded(event)
+                    finish_reason = choice.get("finish_reason") or finish_reason
+        events = assembler.finish(finish_reason, usage)
+        on_finished()
+    except ProxyError as error:
+        logger.warning("upstream stream failed: %s", error.message)
+        events = assembler.fail(error.body()["error"])
+    except ValueError:  # only an unparsed upstream's chunks can be garbled
+        message = "upstream sent a chunk that is not JSON"
+        events = assembler.fail(error_body(message, error_type=UPSTREAM_ERROR)["error"])
+    except Exception:
+        logger.exception("streaming response failed")
+        events = assembler.fail(
+            error_body("internal proxy error", error_type=SERVER_ERROR)["error"]
+        )
+    for event in events:
+        yield _encoded(event)
+
+
+def _encoded(event: Event) -> bytes:
+    """One server-sent event named by its type, as OpenAI sends them."""
+    return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))

@@ -1,0 +1,245 @@
+"""The proxy's chat answer seen as a Responses-API answer: chat deltas (content, reasoning,
+tool-call starts and argument fragments) become output items and the streaming event
+sequence, numbered; the same object also yields the whole `response` for non-streaming."""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+from typing import Any
+
+from ..chat import CONTENT, REASONING, Delta
+
+Event = dict[str, Any]
+Item = dict[str, Any]
+LENGTH = "length"  # the chat finish_reason for a stop at the token limit
+TEXT_EVENTS = {  # an item type -> the events of its text part: (delta, done)
+    "message": ("response.output_text.delta", "response.output_text.done"),
+    "reasoning": ("response.reasoning_text.delta", "response.reasoning_text.done"),
+}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+class ResponseAssembler:
+    """One response's output items, grown delta by delta; each step returns its events.
+
+    >>> assembler = ResponseAssembler(request_body, model="m")
+    >>> assembler.start()  # response.created, response.in_progress
+    >>> assembler.delta({"content": "Hi"})  # output_item.added, content_part.added, ...delta
+    >>> assembler.finish("stop", usage)  # ...done events, response.completed
+    """
+
+    def __init__(self, request_body: dict[str, Any], *, model: str) -> None:
+        self.output: list[Item] = []
+        self._open: Item | None = None  # the item deltas currently add to
+        # The open item's text or arguments, joined when it is done: adding each fragment to
+        # the string would copy it whole every time (a 20 KB file write comes in thousands).
+        self._pieces: list[str] = []
+        self._calls: dict[int, Item] = {}  # chat tool-call index -> its function_call item
+        self._indexes: dict[str, int] = {}  # item id -> its index in the output
+        self._sequence = 0
+        self._response: dict[str, Any] = {
+            "id": new_id("resp"),
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "in_progress",
+            "error": None,
+            "incomplete_details": None,
+            "instructions": request_body.get("instructions"),
+            "max_output_tokens": request_body.get("max_output_tokens"),
+            "model": model,
+            "output": self.output,
+            "parallel_tool_calls": request_body.get("parallel_tool_calls") is not False,
+            "previous_response_id": request_body.get("previous_response_id"),
+            "store": request_body.get("store") is not False,
+            "temperature": request_body.get("temperature"),
+            "tool_choice": request_body.get("tool_choice") or "auto",
+            "tools": request_body.get("tools") or [],
+            "top_p": request_body.get("top_p"),
+            "metadata": request_body.get("metadata") or {},
+            "user": request_body.get("user"),
+            "usage": None,
+        }
+
+    @property
+    def response(self) -> dict[str, Any]:
+        return self._response
+
+    def start(self) -> list[Event]:
+        return [
+            self._event("response.created", response=self._snapshot()),
+            self._event("response.in_progress", response=self._snapshot()),
+        ]
+
+    def delta(self, delta: Delta) -> list[Event]:
+        events: list[Event] = []
+        if text := delta.get(REASONING):
+            events += self._text("reasoning", text)
+        if text := delta.get(CONTENT):
+            events += self._text("message", text)
+        for fragment in delta.get("tool_calls") or ():
+            events += self._call_fragment(fragment)
+        return events
+
+    def finish(self, finish_reason: str | None, usage: Any) -> list[Event]:
+        """Every open item done, then the response completed, or incomplete at the limit."""
+        events = self._close()
+        self._response["usage"] = _usage(usage)
+        if finish_reason == LENGTH:
+            self._response["status"] = "incomplete"
+            self._response["incomplete_details"] = {"reason": "max_output_tokens"}
+            return [*events, self._event("response.incomplete", response=self._snapshot())]
+        self._response["status"] = "completed"
+        return [*events, self._event("response.completed", response=self._snapshot())]
+
+    def fail(self, error: dict[str, Any]) -> list[Event]:
+        """An `error` event, then the response failed; the items so far are kept in it."""
+        code, message = error.get("code"), str(error.get("message") or "upstream failed")
+        self._settle()
+        self._response["status"] = "failed"
+        self._response["error"] = {"code": code or "server_error", "message": message}
+        return [
+            self._event("error", code=code, message=message, param=error.get("param")),
+            self._event("response.failed", response=self._snapshot()),
+        ]
+
+    def _text(self, kind: str, text: str) -> list[Event]:
+        events = [] if self._is_open(kind) else self._open_text_item(kind)
+        item = self._open
+        assert item is not None
+        self._pieces.append(text)
+        delta_event = TEXT_EVENTS[kind][0]
+        return [*events, self._event(delta_event, **self._where(item), content_index=0, delta=text)]
+
+    def _open_text_item(self, kind: str) -> list[Event]:
+        events = self._close()
+        part: dict[str, Any]
+        if kind == "message":
+            part = {"type": "output_text", "text": "", "annotations": []}
+            item: Item = {"id": new_id("msg"), "type": "message", "role": "assistant"}
+        else:
+            part = {"type": "reasoning_text", "text": ""}
+            item = {"id": new_id("rs"), "type": "reasoning", "summary": []}
+        item.update(status="in_progress", content=[])
+        events += self._add(item)
+        item["content"].append(part)
+        events.append(
+            self._event(
+                "response.content_part.added", **self._where(item), content_index=0, part=dict(part)
+            )
+        )
+        return events
+
+    def _call_fragment(self, fragment: dict[str, Any]) -> list[Event]:
+        index, function = fragment["index"], fragment["function"]
+        events: list[Event] = []
+        if "id" in fragment:  # a call starts
+            events += self._close()
+            item = {
+                "id": new_id("fc"),
+                "type": "function_call",
+                "status": "in_progress",
+                "call_id": fragment["id"],
+                "name": function["name"],
+                "arguments": "",
+            }
+            self._calls[index] = item
+            events += self._add(item)
+        item = self._calls[index]
+        if arguments := function.get("arguments"):
+            if item is self._open:
+                self._pieces.append(arguments)
+            else:  # the model's output never interleaves calls, but nothing gets lost if it did
+                item["arguments"] += arguments
+            events.append(
+                self._event(
+                    "response.function_call_arguments.delta", **self._where(item), delta=arguments
+                )
+            )
+        return events
+
+    def _add(self, item: Item) -> list[Event]:
+        self._indexes[item["id"]] = len(self.output)
+        self.output.append(item)
+        self._open, self._pieces = item, []
+        added = copy.deepcopy(item)  # the item grows before this event is sent
+        return [
+            self._event(
+                "response.output_item.added", output_index=self._indexes[item["id"]], item=added
+            )
+        ]
+
+    def _is_open(self, kind: str) -> bool:
+        return self._open is not None and self._open["type"] == kind
+
+    def _settle(self) -> None:
+        """The open item's pieces written into it."""
+        item = self._open
+        if item is None:
+            return
+        if item["type"] == "function_call":
+            item["arguments"] += "".join(self._pieces)
+        else:
+            item["content"][0]["text"] += "".join(self._pieces)
+        self._pieces = []
+
+    def _close(self) -> list[Event]:
+        self._settle()
+        item, self._open = self._open, None
+        if item is None:
+            return []
+        events = []
+        where = self._where(item)
+        if item["type"] == "function_call":
+            events.append(
+                self._event(
+                    "response.function_call_arguments.done",
+                    **where,
+                    name=item["name"],
+                    arguments=item["arguments"],
+                )
+            )
+        else:
+            part = item["content"][0]
+            done = TEXT_EVENTS[item["type"]][1]
+            events.append(self._event(done, **where, content_index=0, text=part["text"]))
+            events.append(
+                self._event("response.content_part.done", **where, content_index=0, part=dict(part))
+            )
+        item["status"] = "completed"
+        events.append(
+            self._event("response.output_item.done", output_index=where["output_index"], item=item)
+        )
+        return events
+
+    def _where(self, item: Item) -> dict[str, Any]:
+        return {"item_id": item["id"], "output_index": self._indexes[item["id"]]}
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {**self._response, "output": list(self.output)}
+
+    def _event(self, kind: str, **fields: Any) -> Event:
+        event = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        return event
+
+
+def _usage(usage: Any) -> dict[str, Any] | None:
+    """Chat usage in the Responses names."""
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    details = usage.get("completion_tokens_details") or {}
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {
+            "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        },
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": details.get("reasoning_tokens") or 0},
+        "total_tokens": usage.get("total_tokens") or prompt + completion,
+    }

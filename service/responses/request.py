@@ -1,0 +1,255 @@
+"""A client's `POST /v1/responses` body turned into the chat request the rest of the proxy
+serves: `instructions` and input items become messages (calls and their outputs as assistant
+`tool_calls` and `tool` messages), references are resolved from the response store, flat
+function tools become chat tools. Anything it cannot serve is a 400 naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..chat import ChatRequest, checked_chat_request, decoded_body, invalid
+from ..wire import ProxyError
+from .store import Item, ResponseStore
+
+# Fields copied to the chat body under the same name.
+SHARED_FIELDS = ("model", "temperature", "top_p", "parallel_tool_calls", "user")
+MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
+# Chat templates of text-only models know "system"; "developer" is the Responses name for it.
+CHAT_ROLE = {"developer": "system"}
+TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
+IGNORED_ITEMS = frozenset({"reasoning"})  # the model's own reasoning is not sent back to it
+STORE_OFF_HINT = (
+    "send the whole item instead of a reference: with `store: false` (in the Vercel AI SDK "
+    "`providerOptions: {openai: {store: false}}`) clients send every earlier item in full"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesRequest:
+    """The client's body, the whole conversation as items, and the chat request serving it."""
+
+    body: dict[str, Any]
+    inputs: tuple[Item, ...]  # earlier responses' items, then this request's, resolved
+    chat: ChatRequest
+
+    @property
+    def store(self) -> bool:
+        return self.body.get("store") is not False  # stored unless the client says not to
+
+
+def parse_responses_request(raw: bytes, store: ResponseStore) -> ResponsesRequest:
+    """Decode and check a `POST /v1/responses` body.
+
+    >>> parse_responses_request(b'{"model": "m", "input": "hi"}', store).chat.messages
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    body = decoded_body(raw)
+    inputs = (*_earlier_items(body, store), *_input_items(body.get("input"), store))
+    messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs)
+    chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}
+    if not messages:
+        raise invalid("'input' (or 'instructions') must hold something to answer", "input")
+    chat["messages"] = messages
+    if body.get("max_output_tokens") is not None:
+        chat["max_tokens"] = body["max_output_tokens"]
+    if tools := _chat_tools(body.get("tools")):
+        chat["tools"] = tools
+    if body.get("tool_choice") is not None:
+        chat["tool_choice"] = _chat_tool_choice(body["tool_choice"])
+    if (response_format := _response_format(body.get("text"))) is not None:
+        chat["response_format"] = response_format
+    if body.get("stream") is True:
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}  # the response reports usage
+    return ResponsesRequest(body, inputs, checked_chat_request(chat))
+
+
+def _earlier_items(body: dict[str, Any], store: ResponseStore) -> tuple[Item, ...]:
+    previous = body.get("previous_response_id")
+    if previous is None:
+        return ()
+    if not isinstance(previous, str):
+        raise invalid("'previous_response_id' must be a string", "previous_response_id")
+    conversation = store.conversation(previous)
+    if conversation is None:
+        raise ProxyError(
+            400,
+            f"response {previous!r} is not in this proxy's response store (expired, or "
+            f"served by another worker or replica); {STORE_OFF_HINT}",
+            param="previous_response_id",
+            code="previous_response_not_found",
+        )
+    return conversation
+
+
+def _input_items(value: Any, store: ResponseStore) -> list[Item]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list):
+        raise invalid("'input' must be a string or an array of items", "input")
+    items = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise invalid("each input item must be an object", f"input[{index}]")
+        if item.get("type") == "item_reference":
+            items.append(_referenced(item.get("id"), store, f"input[{index}]"))
+        else:
+            _check_item(item, f"input[{index}]")
+            items.append(item)
+    return items
+
+
+def _referenced(item_id: Any, store: ResponseStore, param: str) -> Item:
+    found = store.item(item_id) if isinstance(item_id, str) else None
+    if found is None:
+        raise ProxyError(
+            400,
+            f"item {item_id!r} is not in this proxy's response store (expired, or served by "
+            f"another worker or replica); {STORE_OFF_HINT}",
+            param=param,
+            code="item_not_found",
+        )
+    return found
+
+
+def _check_item(item: Item, param: str) -> None:
+    kind = item.get("type", "message")
+    if kind == "message":
+        if item.get("role") not in MESSAGE_ROLES:
+            raise invalid(f"role must be one of {', '.join(sorted(MESSAGE_ROLES))}", param)
+        for index, part in enumerate(_parts(item.get("content"), f"{param}.content")):
+            _chat_part(part, f"{param}.content[{index}]")
+    elif kind == "function_call":
+        if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
+            raise invalid("a function_call needs a string call_id and name", param)
+    elif kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise invalid("a function_call_output needs a string call_id", param)
+        output = item.get("output")
+        for index, part in enumerate(() if isinstance(output, str) else _parts(output, param)):
+            _chat_part(part, f"{param}.output[{index}]")
+    elif kind not in IGNORED_ITEMS:
+        raise invalid(f"input items of type {kind!r} are not supported", param, "unsupported")
+
+
+def _parts(content: Any, param: str) -> list[Any]:
+    if isinstance(content, str):
+        return []
+    if not isinstance(content, list):
+        raise invalid("content must be a string or an array of parts", param)
+    return content
+
+
+def _instruction_messages(instructions: Any) -> list[dict[str, Any]]:
+    if instructions is None or instructions == "":
+        return []
+    if not isinstance(instructions, str):
+        raise invalid("'instructions' must be a string", "instructions")
+    return [{"role": "system", "content": instructions}]
+
+
+def chat_messages(items: Sequence[Item]) -> list[dict[str, Any]]:
+    """Checked items as chat messages; a run of calls joins the assistant message before it."""
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.append(_message(item))
+        elif kind == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item.get("arguments") or "{}"},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            content = output if isinstance(output, str) else _chat_content(output)
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
+    return messages
+
+
+def _message(item: Item) -> dict[str, Any]:
+    role = item["role"]
+    content = item.get("content")
+    if isinstance(content, list):
+        content = _chat_content(content)
+        if role == "assistant":  # chat templates expect an assistant's text as one string
+            content = "".join(part.get("text", "") for part in content)
+    return {"role": CHAT_ROLE.get(role, role), "content": content}
+
+
+def _chat_content(parts: Any) -> list[dict[str, Any]]:
+    return [_chat_part(part, "input") for part in parts or ()]
+
+
+def _chat_part(part: Any, param: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in TEXT_PARTS:
+        return {"type": "text", "text": str(part.get("text") or part.get("refusal") or "")}
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        image = {"url": part["image_url"]}
+        if isinstance(part.get("detail"), str):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    raise invalid(
+        f"content parts of type {kind!r} are not supported (text, and images by URL, are)",
+        param,
+        "unsupported",
+    )
+
+
+def _chat_tools(tools: Any) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise invalid("'tools' must be an array", "tools")
+    chat_tools = []
+    for index, tool in enumerate(tools):
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind != "function":
+            raise invalid(
+                f"tools of type {kind!r} are not supported: the proxy offers function tools",
+                f"tools[{index}]",
+                "unsupported",
+            )
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise invalid("a function tool needs a name", f"tools[{index}].name")
+        function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
+        chat_tools.append({"type": "function", "function": function})
+    return chat_tools
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    """`text.format` as chat's `response_format`: the schema moves under `json_schema`."""
+    fmt = text.get("format") if isinstance(text, dict) else None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if fmt is None or kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema" and isinstance(fmt, dict):
+        schema = {
+            key: fmt[key] for key in ("name", "description", "schema", "strict") if key in fmt
+        }
+        return {"type": "json_schema", "json_schema": schema}
+    raise invalid("'text.format' must be text, json_object or json_schema", "text.format")
+
+
+def _chat_tool_choice(choice: Any) -> Any:
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice:
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise invalid(
+        '\'tool_choice\' must be auto, none, required or {"type": "function", "name": ...}',
+        "tool_choice",
+    )

@@ -1,0 +1,36 @@
+"""The seam to the model server: the one shared httpx client and its read limits, the
+shape an upstream answer must have, relaying an upstream response byte for byte, and the
+model routes that choose an upstream per request."""
+
+from __future__ import annotations
+
+from .answer import (
+    REASONING_KEYS,
+    UpstreamChoice,
+    answer_choices,
+    bad_chunk,
+    checked_envelope,
+    chunk_choices,
+)
+from .client import ReadLimits, Upstream, UpstreamStream, build_client
+from .relay import ClosingResponse, relayed
+from .routing import Router, RoutesFileError, Target, load_routes
+
+__all__ = [
+    "REASONING_KEYS",
+    "ClosingResponse",
+    "ReadLimits",
+    "Router",
+    "RoutesFileError",
+    "Target",
+    "Upstream",
+    "UpstreamChoice",
+    "UpstreamStream",
+    "answer_choices",
+    "bad_chunk",
+    "build_client",
+    "checked_envelope",
+    "chunk_choices",
+    "load_routes",
+    "relayed",
+]

@@ -1,0 +1,328 @@
+"""The seam to the upstream server: plain JSON requests and byte/line streams over the one
+shared `httpx.AsyncClient`, under the total deadline, with failures mapped to `ProxyError`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+
+from ..observability import ProxyMetrics, UpstreamFailure
+from ..wire import (
+    UPSTREAM_ERROR,
+    HeaderPairs,
+    LineSplitter,
+    ProxyError,
+    UpstreamStatusError,
+    data_payloads,
+    json_value,
+)
+
+# An upstream error body is read only this far: enough for any real error message, and an
+# upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
+MAX_ERROR_BODY_BYTES = 64 * 1024
+# Closing an upstream response after the client left must not hang the proxy's cleanup.
+CLOSE_TIMEOUT_SECONDS = 5.0
+
+Item = TypeVar("Item")
+
+UPSTREAM_FAILURES = (httpx.RequestError, httpx.StreamError, TimeoutError)
+# Ollama, vLLM, llama.cpp and TGI serve the OpenAI API under /v1: a base URL without it (the
+# commonest mistake, `http://127.0.0.1:11434` for Ollama) gets 404 for every endpoint.
+OPENAI_API_SEGMENT = "v1"
+NOT_FOUND = 404
+
+logger = logging.getLogger(__name__)
+
+
+def missing_v1_hint(status: int, url: str) -> str | None:
+    """The likely cause of a 404 from an upstream whose URL has no /v1, said plainly."""
+    if status != NOT_FOUND or OPENAI_API_SEGMENT in urlsplit(url).path.split("/"):
+        return None
+    return (
+        f"the upstream has no {urlsplit(url).path}: its base URL does not end in "
+        f"/{OPENAI_API_SEGMENT}, where OpenAI-compatible servers serve the API "
+        f"(Ollama: UPSTREAM_BASE_URL=http://127.0.0.1:11434/{OPENAI_API_SEGMENT})"
+    )
+
+
+def failure_kind(exc: BaseException, *, mid_stream: bool) -> UpstreamFailure:
+    """How a transport failure is counted: timeouts apart, then by whether the 2xx status
+    had already come."""
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return UpstreamFailure.TIMEOUT
+    return UpstreamFailure.MID_STREAM if mid_stream else UpstreamFailure.CONNECT
+
+
+def upstream_failure(exc: BaseException) -> ProxyError:
+    """The client-facing error for a transport failure, timeout or broken stream."""
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return ProxyError(
+            504, "upstream timed out", error_type=UPSTREAM_ERROR, code="upstream_timeout"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return ProxyError(
+            502, "upstream unreachable", error_type=UPSTREAM_ERROR, code="upstream_unreachable"
+        )
+    return ProxyError(
+        502,
+        f"upstream connection failed: {type(exc).__name__}",
+        error_type=UPSTREAM_ERROR,
+        code="upstream_connection_error",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """How much of an upstream body the proxy holds in memory at once (see the settings)."""
+
+    max_line_bytes: int  # one line of an event stream
+    max_body_bytes: int  # a whole body read at once, after decompression
+
+
+def build_client(
+    *, connect_timeout: float, read_timeout: float, max_connections: int
+) -> httpx.AsyncClient:
+    """The proxy's one client: a sized pool, and timeouts per connect and between bytes."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        ),
+        follow_redirects=False,
+    )
+
+
+class UpstreamStream:
+    """An upstream response whose status was 2xx and whose body is still to be read.
+
+    The owner must close it in `finally`, whatever happens to the client:
+
+        stream = await upstream.open_stream("POST", url, headers=headers, content=body)
+        try:
+            async for payload in stream.data_payloads():
+                ...
+        finally:
+            await stream.aclose()
+    """
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        deadline: float,
+        metrics: ProxyMetrics,
+        started: float,
+        limits: ReadLimits,
+    ) -> None:
+        self.response = response
+        self._deadline = deadline
+        self._metrics = metrics
+        self._limits = limits
+        self._started: float | None = started  # None once the duration is recorded
+
+    @property
+    def status_code(self) -> int:
+        return self.response.status_code
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self.response.headers
+
+    async def raw_chunks(self) -> AsyncIterator[bytes]:
+        """The body's bytes exactly as they came (no decompression)."""
+        async for chunk in self._before_deadline(self.response.aiter_raw()):
+            yield chunk
+
+    async def data_payloads(self) -> AsyncIterator[str]:
+        """The payloads of the (decoded) event stream's `data:` lines; its lines split at
+        CR, LF and CRLF only, each bounded."""
+        splitter = LineSplitter(self._limits.max_line_bytes)
+        async for chunk in self._before_deadline(self.response.aiter_bytes()):
+            try:
+                lines = splitter.feed(chunk)
+            except ProxyError:
+                self.failed(UpstreamFailure.BAD_RESPONSE)
+                raise
+            for payload in data_payloads(lines):
+                yield payload
+        for payload in data_payloads(splitter.finish()):
+            yield payload
+
+    async def read_body(self) -> bytes:
+        """The whole (decoded) body; past `max_body_bytes` (a decompression bomb, a runaway
+        upstream) a 502 instead. The bound is checked per decoded chunk, so memory peaks at
+        the bound plus what one network read inflates to."""
+        limit = self._limits.max_body_bytes
+        body = bytearray()
+        async for chunk in self._before_deadline(self.response.aiter_bytes()):
+            body += chunk
+            if len(body) > limit:
+                self.failed(UpstreamFailure.BAD_RESPONSE)
+                raise ProxyError(
+                    502,
+                    f"upstream body exceeds {limit} bytes",
+                    error_type=UPSTREAM_ERROR,
+                    code="upstream_body_too_large",
+                )
+        return bytes(body)
+
+    async def _before_deadline(self, source: AsyncIterator[Item]) -> AsyncIterator[Item]:
+        # The deadline wraps each read only, never a `yield`: a timeout must not fire while
+        # the consumer is busy sending to the client. While the deadline is further away
+        # than the read timeout, which already bounds every network read, no timer is set:
+        # a timer per line cost more than the rest of the streaming path together.
+        loop = asyncio.get_running_loop()
+        read_timeout = self.response.request.extensions.get("timeout", {}).get("read")
+        try:
+            while True:
+                try:
+                    if read_timeout is not None and self._deadline - loop.time() > read_timeout:
+                        item = await anext(source)
+                    else:
+                        async with asyncio.timeout_at(self._deadline):
+                            item = await anext(source)
+                except StopAsyncIteration:
+                    await self.aclose()  # read to its end: done now, not when the owner is
+                    return
+                yield item
+        except UPSTREAM_FAILURES as exc:
+            self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=True)).inc()
+            raise upstream_failure(exc) from exc
+
+    def json_object(self, body: bytes) -> dict[str, Any]:
+        """`body` decoded as the JSON object it must be; anything else is a counted 502."""
+        try:
+            answer = json_value(body)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            self.failed(UpstreamFailure.BAD_RESPONSE)
+            raise ProxyError(
+                502,
+                "upstream answered with a body that is not a JSON object",
+                error_type=UPSTREAM_ERROR,
+                code="upstream_bad_response",
+            )
+        return answer
+
+    def failed(self, kind: UpstreamFailure) -> None:
+        """Count a failure its reader found in the body (an error event, a garbled chunk)."""
+        self._metrics.upstream_errors.labels(kind).inc()
+
+    async def aclose(self) -> None:
+        """Idempotent: the owner's `finally` may follow a read to the end."""
+        if self._started is not None:
+            self._metrics.upstream_duration.observe(time.perf_counter() - self._started)
+            self._started = None
+        if self.response.is_closed:
+            return  # the shielded scope below costs more than the rest of a close
+        # Shielded: this runs while the client's cancellation is being delivered.
+        with anyio.move_on_after(CLOSE_TIMEOUT_SECONDS, shield=True):
+            await self.response.aclose()
+
+
+class Upstream:
+    """Requests to the upstream, each bounded by the total timeout.
+
+    >>> upstream = Upstream(client, total_timeout=600, metrics=metrics, limits=limits)
+    >>> answer = await upstream.request_json("POST", url, headers=headers, content=body)
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        total_timeout: float,
+        metrics: ProxyMetrics,
+        limits: ReadLimits,
+    ) -> None:
+        self.client = client
+        self._total_timeout = total_timeout
+        self._metrics = metrics
+        self._hinted: set[str] = set()
+        self._limits = limits
+
+    async def request_json(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        headers: HeaderPairs,
+        content: bytes | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send, return the decoded JSON object answer; any failure raises `ProxyError`."""
+        stream = await self.open_stream(
+            method, url, headers=headers, content=content, timeout=timeout
+        )
+        try:
+            body = await stream.read_body()
+        finally:
+            await stream.aclose()
+        return stream.json_object(body)
+
+    async def open_stream(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        headers: HeaderPairs,
+        content: bytes | AsyncIterator[bytes] | None = None,
+        timeout: float | None = None,
+    ) -> UpstreamStream:
+        """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body.
+        `timeout` bounds the whole exchange (default: the total timeout)."""
+        started = time.perf_counter()
+        deadline = asyncio.get_running_loop().time() + (timeout or self._total_timeout)
+        request = self.client.build_request(method, url, headers=headers, content=content)
+        try:
+            async with asyncio.timeout_at(deadline):
+                response = await self.client.send(request, stream=True)
+        except UPSTREAM_FAILURES as exc:
+            self._metrics.upstream_duration.observe(time.perf_counter() - started)
+            raise self._failure(exc) from exc
+        stream = UpstreamStream(response, deadline, self._metrics, started, self._limits)
+        if response.status_code < 400:
+            return stream
+        stream.failed(UpstreamFailure.STATUS)
+        try:
+            async with asyncio.timeout_at(deadline):
+                error_bytes = await _read_prefix(stream.response, MAX_ERROR_BODY_BYTES)
+        except TimeoutError:
+            error_bytes = b""
+        finally:
+            await stream.aclose()
+        raise self._status_error(response.status_code, error_bytes, str(url))
+
+    def _status_error(self, status: int, body: bytes, url: str) -> UpstreamStatusError:
+        hint = missing_v1_hint(status, url)
+        server = urlsplit(url).netloc
+        if hint is not None and server not in self._hinted:  # once per upstream server
+            self._hinted.add(server)
+            logger.warning("upstream answered 404 at %s: %s", url, hint)
+        return UpstreamStatusError(status, body, hint=hint)
+
+    def _failure(self, exc: BaseException) -> ProxyError:
+        """Count a failure before the status came, and make it the client's error."""
+        self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=False)).inc()
+        return upstream_failure(exc)
+
+
+async def _read_prefix(response: httpx.Response, limit: int) -> bytes:
+    """Up to `limit` bytes of the (decoded) body; an error there yields what was read."""
+    body = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) >= limit:
+                break
+    except (httpx.HTTPError, httpx.StreamError):
+        pass  # the status is the news; a broken error body is only less detail
+    return bytes(body[:limit])

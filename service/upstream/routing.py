@@ -1,0 +1,133 @@
+"""Model routes: a client-facing model name mapped to an upstream, its model name, its text
+protocol and its API key, loaded from a TOML or JSON routes file.
+
+    [routes.coder]                      # TOML; JSON is {"routes": {"coder": {...}}}
+    base_url = "http://gpu-box:8001/v1" # default: UPSTREAM_BASE_URL
+    model = "qwen2.5-coder-7b"          # default: the client-facing name
+    protocol = "morph-xml"              # default: TOOL_PROTOCOL
+    api_key_env = "CODER_API_KEY"       # default: UPSTREAM_API_KEY, see below
+
+A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
+upstream's origin (scheme, host and port): that key is never sent to another server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import SecretStr
+
+from protocols import Protocol, UnknownProtocolError, get_protocol
+
+from ..wire import ProxyError
+
+logger = logging.getLogger(__name__)
+
+ROUTE_FIELDS = frozenset({"base_url", "model", "protocol", "api_key_env"})
+
+
+class RoutesFileError(ValueError):
+    """The routes file is unreadable or malformed; the proxy refuses to start."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where one request goes and how its tools are written."""
+
+    base_url: str
+    model: str | None  # replaces the request's `model` when set
+    protocol_name: str
+    api_key: SecretStr | None
+    # Parsed once: httpx parses a URL given as text on every request (~12 µs).
+    chat_url: httpx.URL = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chat_url", httpx.URL(f"{self.base_url}/chat/completions"))
+
+
+class Router:
+    """Picks the target for a request's `model`; unrouted models go to the default target.
+
+    >>> router.target_for("coder").base_url
+    'http://gpu-box:8001/v1'
+    """
+
+    def __init__(self, default: Target, routes: Mapping[str, Target]) -> None:
+        self.default = default
+        self._routes = dict(routes)
+        self._protocols: dict[str, Protocol] = {}
+        for name in {default.protocol_name, *(t.protocol_name for t in routes.values())}:
+            try:
+                self._protocols[name] = get_protocol(name)
+            except UnknownProtocolError as exc:
+                # Kept routable so the mistake surfaces as a 400 naming it, not a dead proxy.
+                logger.warning("routes file: %s", exc)
+
+    @property
+    def route_names(self) -> list[str]:
+        return list(self._routes)
+
+    def target_for(self, model: object) -> Target:
+        if isinstance(model, str):
+            return self._routes.get(model, self.default)
+        return self.default
+
+    def protocol_for(self, target: Target) -> Protocol:
+        try:
+            return self._protocols[target.protocol_name]
+        except KeyError:
+            raise ProxyError(
+                400,
+                f"the route for this model names unknown protocol {target.protocol_name!r}",
+                param="model",
+                code="unknown_protocol",
+            ) from None
+
+
+def load_routes(path: Path, default: Target) -> dict[str, Target]:
+    """Routes from a `.toml` or `.json` file; fields a route omits come from `default`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise RoutesFileError(f"cannot read routes file {path}: {exc}") from exc
+    routes = document.get("routes") if isinstance(document, dict) else None
+    if not isinstance(routes, dict):
+        raise RoutesFileError(f"{path}: expected a top-level 'routes' table")
+    return {name: _route(name, entry, default) for name, entry in routes.items()}
+
+
+def _route(name: str, entry: Any, default: Target) -> Target:
+    if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+        raise RoutesFileError(f"route {name!r}: expected a table of strings")
+    unknown = set(entry) - ROUTE_FIELDS
+    if unknown:
+        raise RoutesFileError(f"route {name!r}: unknown fields {sorted(unknown)}")
+    base_url = entry.get("base_url", default.base_url).rstrip("/")
+    api_key = default.api_key if _origin(base_url) == _origin(default.base_url) else None
+    if "api_key_env" in entry:
+        env_name = entry["api_key_env"]
+        if env_name not in os.environ:
+            raise RoutesFileError(f"route {name!r}: environment variable {env_name} is not set")
+        api_key = SecretStr(os.environ[env_name])
+    return Target(
+        base_url=base_url,
+        model=entry.get("model", name),
+        protocol_name=entry.get("protocol", default.protocol_name),
+        api_key=api_key,
+    )
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme.lower(), parts.hostname, port

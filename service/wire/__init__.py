@@ -1,0 +1,62 @@
+"""What crosses the wire to and from the proxy, whoever is on the other side: SSE framing
+both ways, JSON as read and written, which headers cross, OpenAI's error shape, request
+bodies under their size limit, and abandoning work for a client that has gone."""
+
+from __future__ import annotations
+
+from .body import limited_stream, read_limited
+from .disconnect import while_connected
+from .errors import (
+    AUTHENTICATION_ERROR,
+    INVALID_REQUEST,
+    SERVER_ERROR,
+    UPSTREAM_ERROR,
+    ProxyError,
+    UpstreamStatusError,
+    error_body,
+    install_error_handlers,
+)
+from .event_batches import joined_when_ready
+from .headers import HeaderPairs, downstream_headers, upstream_authorization, upstream_headers
+from .json import JSON_MEDIA_TYPE, json_bytes, json_response, json_value
+from .sse import (
+    DONE,
+    DONE_EVENT,
+    EVENT_STREAM,
+    EventStream,
+    LineSplitter,
+    data_event,
+    data_payloads,
+    event_payload,
+)
+
+__all__ = [
+    "AUTHENTICATION_ERROR",
+    "DONE",
+    "DONE_EVENT",
+    "EVENT_STREAM",
+    "INVALID_REQUEST",
+    "JSON_MEDIA_TYPE",
+    "SERVER_ERROR",
+    "UPSTREAM_ERROR",
+    "EventStream",
+    "HeaderPairs",
+    "LineSplitter",
+    "ProxyError",
+    "UpstreamStatusError",
+    "data_event",
+    "data_payloads",
+    "downstream_headers",
+    "error_body",
+    "event_payload",
+    "install_error_handlers",
+    "joined_when_ready",
+    "json_bytes",
+    "json_response",
+    "json_value",
+    "limited_stream",
+    "read_limited",
+    "upstream_authorization",
+    "upstream_headers",
+    "while_connected",
+]

@@ -1,0 +1,175 @@
+"""Parser parts to OpenAI deltas, chunks and messages, without a server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from protocols import (
+    Part,
+    TextDelta,
+    ThinkEnd,
+    ThinkStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolCallUnfinished,
+)
+from service.chat.chunks import ChunkEncoder, DeltaMapper, MessageBuilder, finish_reason
+
+ARGUMENTS = '{"city": "Paris"}'
+
+
+def mapper(**options: bool) -> DeltaMapper:
+    return DeltaMapper(**{"think_as_reasoning": False, "single_call": False, **options})
+
+
+def atomic_call(call_id: str, name: str = "get_weather") -> ToolCall:
+    return ToolCall(call_id, name, ARGUMENTS, {"city": "Paris"}, "<tool_call>...</tool_call>")
+
+
+def test_adjacent_text_parts_become_one_content_delta() -> None:
+    deltas = mapper().deltas([TextDelta("t", "Hel"), TextDelta("t", "lo")])
+
+    assert deltas == [{"content": "Hello"}]
+
+
+def test_an_incremental_call_sends_its_start_then_only_argument_fragments() -> None:
+    parts = [
+        ToolCallStart("call_a", "get_weather"),
+        ToolCallDelta("call_a", '{"city": '),
+        ToolCallDelta("call_a", '"Paris"}'),
+        ToolCall("call_a", "get_weather", ARGUMENTS, {"city": "Paris"}, "..."),
+    ]
+
+    deltas = mapper().deltas(parts)
+
+    assert deltas == [
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ]
+        },
+        {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]},
+    ]
+
+
+def test_an_atomic_call_sends_its_start_then_its_whole_arguments() -> None:
+    deltas = mapper().deltas([atomic_call("call_a")])
+
+    assert deltas[0]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
+    assert deltas[1] == {"tool_calls": [{"index": 0, "function": {"arguments": ARGUMENTS}}]}
+
+
+def test_call_indexes_are_dense_in_emission_order() -> None:
+    deltas = mapper().deltas([atomic_call("call_a"), TextDelta("t", " "), atomic_call("call_b")])
+
+    starts = [
+        d["tool_calls"][0] for d in deltas if "tool_calls" in d and "id" in d["tool_calls"][0]
+    ]
+    assert [(start["index"], start["id"]) for start in starts] == [(0, "call_a"), (1, "call_b")]
+
+
+def test_a_single_call_request_drops_later_calls_and_reports_them() -> None:
+    dropped: list[str] = []
+    single = DeltaMapper(think_as_reasoning=False, single_call=True, on_dropped_call=dropped.append)
+    parts = [
+        atomic_call("call_a"),
+        ToolCallStart("call_b", "get_time"),
+        ToolCallDelta("call_b", "{}"),
+        ToolCall("call_b", "get_time", "{}", {}, "..."),
+    ]
+
+    deltas = single.deltas(parts)
+
+    assert {d["tool_calls"][0]["index"] for d in deltas} == {0}
+    assert dropped == ["get_time"]
+    assert single.completed_calls == 1
+
+
+@pytest.mark.parametrize(
+    ("think_as_reasoning", "expected"),
+    [
+        (False, [{"content": "<think>hmm</think>ok"}]),
+        (True, [{"reasoning_content": "hmm"}, {"content": "ok"}]),
+    ],
+)
+def test_think_blocks_stay_content_unless_configured_as_reasoning(
+    think_as_reasoning: bool, expected: list[dict[str, str]]
+) -> None:
+    parts = [
+        ThinkStart("<think>"),
+        TextDelta("t", "hmm"),
+        ThinkEnd("</think>"),
+        TextDelta("t", "ok"),
+    ]
+
+    assert mapper(think_as_reasoning=think_as_reasoning).deltas(parts) == expected
+
+
+@pytest.mark.parametrize(
+    ("upstream_reason", "parts", "expected"),
+    [
+        pytest.param("stop", [TextDelta("t", "hi")], "stop", id="text-keeps-upstream-reason"),
+        pytest.param(None, [TextDelta("t", "hi")], "stop", id="missing-reason-is-stop"),
+        pytest.param("stop", [atomic_call("call_a")], "tool_calls", id="calls-made"),
+        pytest.param(
+            "length",
+            [ToolCallStart("call_a", "f"), ToolCallUnfinished("call_a", "f", "<tool_call>{")],
+            "length",
+            id="call-cut-by-length",
+        ),
+    ],
+)
+def test_finish_reason(upstream_reason: str | None, parts: list[Part], expected: str) -> None:
+    parts_mapper = mapper()
+    parts_mapper.deltas(parts)
+
+    assert finish_reason(upstream_reason, parts_mapper) == expected
+
+
+def test_a_chunk_carries_the_whole_envelope() -> None:
+    encoder = ChunkEncoder(response_id="chatcmpl-1", created=7, model="m", system_fingerprint="fp")
+
+    chunk = json.loads(encoder.chunk(0, {"content": "Hi"}))
+
+    assert chunk == {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 7,
+        "model": "m",
+        "system_fingerprint": "fp",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}],
+    }
+
+
+def test_the_usage_chunk_has_no_choices() -> None:
+    encoder = ChunkEncoder(response_id="chatcmpl-1", created=7, model="m")
+
+    chunk = json.loads(encoder.usage({"total_tokens": 3}))
+
+    assert chunk["choices"] == [] and chunk["usage"] == {"total_tokens": 3}
+    assert "system_fingerprint" not in chunk
+
+
+def test_a_message_with_only_calls_has_null_content() -> None:
+    builder = MessageBuilder()
+    builder.add(mapper().deltas([atomic_call("call_a")]))
+
+    message = builder.message({"role": "assistant", "content": "<tool_call>...</tool_call>"})
+
+    assert message["content"] is None
+    assert message["tool_calls"] == [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": ARGUMENTS},
+        }
+    ]

@@ -1,0 +1,198 @@
+"""The request rewrite, without a server: tools into the system prompt, tool history into
+text, tool fields out of the upstream body."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from protocols import ToolSpec, get_protocol
+from service.chat.request import parse_chat_request
+from service.chat.rewrite import needs_rewrite, rewrite_request
+from service.wire.errors import ProxyError
+
+PROTOCOL = get_protocol("json-mix")
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+QUESTION = {"role": "user", "content": "Weather in Paris?"}
+CALL = {
+    "role": "assistant",
+    "content": "Checking.",
+    "tool_calls": [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
+    ],
+}
+RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
+
+
+def rewritten(upstream_model: str | None = None, **body: Any) -> dict[str, Any]:
+    request = parse_chat_request(json.dumps({"model": "m", **body}).encode())
+    return rewrite_request(request, PROTOCOL, upstream_model)
+
+
+def test_tools_text_is_appended_to_the_first_system_message() -> None:
+    messages = [{"role": "system", "content": "Be terse."}, QUESTION]
+
+    sent = rewritten(messages=messages, tools=[WEATHER])["messages"]
+
+    tools_text = PROTOCOL.render_tools([ToolSpec.from_openai(WEATHER)])
+    assert sent[0] == {"role": "system", "content": "Be terse.\n\n" + tools_text}
+    assert sent[1:] == [QUESTION]
+
+
+def test_a_developer_message_takes_the_tools_like_a_system_message() -> None:
+    sent = rewritten(messages=[{"role": "developer", "content": "Hi."}, QUESTION], tools=[WEATHER])
+
+    assert sent["messages"][0]["role"] == "developer"
+    assert sent["messages"][0]["content"].startswith("Hi.\n\n")
+
+
+def test_a_system_message_is_inserted_first_when_there_is_none() -> None:
+    sent = rewritten(messages=[QUESTION], tools=[WEATHER])["messages"]
+
+    assert sent[0]["role"] == "system"
+    assert "get_weather" in sent[0]["content"]
+    assert sent[1] == QUESTION
+
+
+def test_an_assistant_call_becomes_its_text_followed_by_the_rendered_call() -> None:
+    sent = rewritten(messages=[QUESTION, CALL, RESULT])["messages"]
+
+    expected = "Checking.\n" + PROTOCOL.render_call("get_weather", {"city": "Paris"})
+    assert sent[1] == {"role": "assistant", "content": expected}
+
+
+def test_call_arguments_are_read_leniently_and_kept_as_written_when_unreadable() -> None:
+    call = {**CALL, "tool_calls": [dict(CALL["tool_calls"][0])]}
+    call["tool_calls"][0]["function"] = {"name": "get_weather", "arguments": "{city: 'Rome'}"}
+    broken = {**CALL, "tool_calls": [dict(CALL["tool_calls"][0])]}
+    broken["tool_calls"][0]["function"] = {"name": "get_weather", "arguments": "{{{"}
+
+    lenient = rewritten(messages=[QUESTION, call])["messages"][1]["content"]
+    as_written = rewritten(messages=[QUESTION, broken])["messages"][1]["content"]
+
+    assert lenient.endswith(PROTOCOL.render_call("get_weather", {"city": "Rome"}))
+    assert as_written.endswith(PROTOCOL.render_call("get_weather", "{{{"))
+
+
+def test_consecutive_results_become_one_user_message_named_after_their_calls() -> None:
+    second = {"role": "tool", "tool_call_id": "call_2", "content": "noon"}
+    calls = {
+        **CALL,
+        "tool_calls": [
+            *CALL["tool_calls"],
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "get_time", "arguments": "{}"},
+            },
+        ],
+    }
+
+    sent = rewritten(messages=[QUESTION, calls, RESULT, second])["messages"]
+
+    assert sent[2] == {
+        "role": "user",
+        "content": PROTOCOL.render_result("get_weather", "call_1", "sunny")
+        + "\n"
+        + PROTOCOL.render_result("get_time", "call_2", "noon"),
+    }
+    assert len(sent) == 3
+
+
+def test_an_image_in_a_tool_result_stays_a_part_of_the_user_message() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    result = {**RESULT, "content": [{"type": "text", "text": "sunny"}, image]}
+
+    sent = rewritten(messages=[QUESTION, CALL, result])["messages"][2]
+
+    rendered = PROTOCOL.render_result("get_weather", "call_1", "sunny")
+    assert sent == {"role": "user", "content": [{"type": "text", "text": rendered}, image]}
+
+
+def test_tool_fields_leave_the_body_and_every_other_field_stays() -> None:
+    extras = {"temperature": 0.2, "stop": ["x"], "seed": 7, "top_k": 5, "stream": True}
+
+    sent = rewritten(
+        "upstream-name",
+        messages=[QUESTION],
+        tools=[WEATHER],
+        tool_choice="auto",
+        parallel_tool_calls=True,
+        **extras,
+    )
+
+    assert set(sent) == {"model", "messages", *extras}
+    assert sent["model"] == "upstream-name"
+    assert all(sent[key] == value for key, value in extras.items())
+
+
+def test_a_forced_choice_asks_upstream_for_one_whole_answer() -> None:
+    sent = rewritten(
+        messages=[QUESTION],
+        tools=[WEATHER],
+        tool_choice="required",
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+
+    assert sent["stream"] is False
+    assert "stream_options" not in sent
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param({"messages": [QUESTION]}, False, id="plain-chat"),
+        pytest.param({"messages": [QUESTION], "tools": []}, True, id="empty-tools-field"),
+        pytest.param({"messages": [QUESTION, CALL, RESULT]}, True, id="tool-history"),
+    ],
+)
+def test_only_a_request_without_tools_or_tool_history_passes_through(
+    body: dict[str, Any], expected: bool
+) -> None:
+    assert needs_rewrite(parse_chat_request(json.dumps(body).encode())) is expected
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        pytest.param(b"not json", None, id="not-json"),
+        pytest.param(b"[]", None, id="not-an-object"),
+        pytest.param(b'{"messages": []}', "messages", id="no-messages"),
+        pytest.param(b'{"messages": [{"role": "bot"}]}', "messages[0].role", id="bad-role"),
+        pytest.param(
+            b'{"messages": [{"role": "user"}], "tools": [{"type": "function"}]}',
+            "tools[0]",
+            id="tool-without-function",
+        ),
+        pytest.param(
+            json.dumps(
+                {
+                    "messages": [QUESTION],
+                    "tools": [WEATHER],
+                    "tool_choice": {"type": "function", "function": {"name": "nope"}},
+                }
+            ).encode(),
+            "tool_choice",
+            id="undeclared-tool-choice",
+        ),
+    ],
+)
+def test_malformed_requests_are_400s_naming_the_param(body: bytes, param: str | None) -> None:
+    with pytest.raises(ProxyError) as caught:
+        parse_chat_request(body)
+
+    assert caught.value.status == 400
+    assert caught.value.param == param

@@ -1,0 +1,120 @@
+"""Joining the events that are ready together, without a server: plain asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+
+import pytest
+
+from service.wire.event_batches import MAX_QUEUED_EVENTS, joined_when_ready
+
+
+async def collected(events: AsyncGenerator[bytes, None]) -> list[bytes]:
+    return [item async for item in joined_when_ready(events)]
+
+
+def test_the_first_event_goes_out_alone_then_those_produced_together_together() -> None:
+    async def scenario() -> list[bytes]:
+        more = asyncio.Event()
+
+        async def events() -> AsyncGenerator[bytes, None]:
+            yield b"a\n\n"
+            yield b"b\n\n"
+            yield b"c\n\n"
+            await more.wait()  # the upstream is silent: what was ready must go out now
+            yield b"d\n\n"
+
+        joined = joined_when_ready(events())
+        ready = [await anext(joined), await anext(joined)]
+        more.set()
+        return [*ready, *[item async for item in joined]]
+
+    assert asyncio.run(scenario()) == [b"a\n\n", b"b\n\nc\n\n", b"d\n\n"]
+
+
+def test_an_error_is_raised_after_the_events_produced_before_it() -> None:
+    received: list[bytes] = []
+
+    async def scenario() -> None:
+        async def events() -> AsyncGenerator[bytes, None]:
+            yield b"a\n\n"
+            raise ValueError("broken")
+
+        async for item in joined_when_ready(events()):
+            received.append(item)
+
+    with pytest.raises(ValueError, match="broken"):
+        asyncio.run(scenario())
+    assert received == [b"a\n\n"]
+
+
+def test_a_consumer_that_stops_early_has_the_producer_closed() -> None:
+    closed = []
+
+    async def scenario() -> bytes:
+        async def events() -> AsyncGenerator[bytes, None]:
+            try:
+                yield b"a\n\n"
+                await asyncio.Event().wait()  # an upstream that never sends again
+            finally:
+                closed.append(True)
+
+        joined = joined_when_ready(events())
+        first = await anext(joined)
+        await joined.aclose()
+        return first
+
+    assert asyncio.run(scenario()) == b"a\n\n"
+    assert closed == [True]
+
+
+def test_a_slow_consumer_holds_the_producer_back() -> None:
+    produced = 0
+
+    async def scenario() -> list[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
+            nonlocal produced
+            for _ in range(3 * MAX_QUEUED_EVENTS):
+                produced += 1
+                yield b"e\n\n"
+
+        joined = joined_when_ready(events())
+        # The producer never waits on its source: unbounded, it would have produced all
+        # before the consumer first ran.
+        first = await anext(joined)  # the first event goes out alone
+        second = await anext(joined)
+        held = produced
+        rest = [item async for item in joined]
+        assert held == 1 + MAX_QUEUED_EVENTS
+        return [first, second, *rest]
+
+    batches = asyncio.run(scenario())
+    assert b"".join(batches) == b"e\n\n" * 3 * MAX_QUEUED_EVENTS
+    assert all(batch.count(b"\n\n") <= MAX_QUEUED_EVENTS for batch in batches)
+
+
+def test_the_first_event_is_taken_in_the_consumers_own_task() -> None:
+    producing_tasks = []
+
+    async def scenario() -> list[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
+            for event in (b"a\n\n", b"b\n\n"):
+                producing_tasks.append(asyncio.current_task())
+                yield event
+
+        consumer = asyncio.current_task()
+        received = await collected(events())
+        assert producing_tasks[0] is consumer  # no task had to start for the first byte
+        assert producing_tasks[1] is not consumer
+        return received
+
+    assert asyncio.run(scenario()) == [b"a\n\n", b"b\n\n"]
+
+
+def test_no_events_give_nothing() -> None:
+    async def events() -> AsyncGenerator[bytes, None]:
+        return
+        yield b""
+
+    assert asyncio.run(collected(events())) == []
