@@ -14,7 +14,12 @@ from typing import Any
 from .request_record import RequestRecord
 
 LOGGER_NAME = "toolcall_proxy"  # the parent of the access and debug loggers
-access_logger = logging.getLogger(f"{LOGGER_NAME}.access")
+ACCESS_LOGGER = f"{LOGGER_NAME}.access"
+DEBUG_LOGGER = f"{LOGGER_NAME}.debug"
+# Loggers whose lines are complete as written (no level prefix in text logs). Only these:
+# any other logger under LOGGER_NAME writes warnings, and a warning must say it is one.
+LINE_LOGGERS = (ACCESS_LOGGER, DEBUG_LOGGER)
+access_logger = logging.getLogger(ACCESS_LOGGER)
 # A model name is the client's string: logged whole up to here, then cut.
 MAX_LOGGED_MODEL_CHARS = 128
 MILLISECONDS = 1000
@@ -33,16 +38,18 @@ def log_access(record: RequestRecord) -> None:
 
 
 def use_stderr_unless_configured(formatter: logging.Formatter) -> None:
-    """Give the proxy's loggers a stderr handler at INFO, unless the application that runs
-    the proxy (or the `toolcall-proxy` command) has configured logging already (then its
-    handlers and levels rule)."""
-    logger = logging.getLogger(LOGGER_NAME)
-    if logger.level == logging.NOTSET:
-        logger.setLevel(logging.INFO)
-    if not logger.hasHandlers():
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(formatter)
-        logger.addHandler(handler)
+    """Give the access and debug loggers a stderr handler at INFO, unless the application
+    that runs the proxy (or the `toolcall-proxy` command) has configured logging already
+    (then its handlers and levels rule)."""
+    parent = logging.getLogger(LOGGER_NAME)
+    if parent.level == logging.NOTSET:
+        parent.setLevel(logging.INFO)
+    for name in LINE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not logger.hasHandlers():
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(formatter)
+            logger.addHandler(handler)
 
 
 def _fields(record: RequestRecord) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from typing import Any
 from protocols import ParseError, Part, Protocol, Segment, StreamParser, ToolCall, ToolSpec
 
 from ..wire import EventStream
+from .access_log import DEBUG_LOGGER
 
-debug_logger = logging.getLogger("toolcall_proxy.debug")
+debug_logger = logging.getLogger(DEBUG_LOGGER)
 
 
 class DebugMode(StrEnum):

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from .access_log import ACCESS_FIELDS, LOGGER_NAME, LogFormat
+from .access_log import ACCESS_FIELDS, LINE_LOGGERS, LOGGER_NAME, LogFormat
 
 # The request being answered in this task: set by the telemetry middleware for its duration.
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
@@ -103,7 +103,8 @@ def logging_config(log_format: LogFormat, level: LogLevel) -> dict[str, Any]:
         "loggers": {
             "uvicorn": {"handlers": ["default"], "level": level.number, "propagate": False},
             "uvicorn.access": {"handlers": ["access"], "level": level.number, "propagate": False},
-            LOGGER_NAME: {"handlers": ["plain"], "level": level.number, "propagate": False},
+            LOGGER_NAME: {"level": level.number},
+            **{name: {"handlers": ["plain"], "propagate": False} for name in LINE_LOGGERS},
             # httpx logs every upstream request with its URL, query string (and any key in it)
             # included, at INFO: only its warnings are wanted.
             "httpx": {"level": max(logging.WARNING, level.number)},
