@@ -24,11 +24,15 @@ from .observability import (
 )
 from .passthrough import forward, list_models, upstream_ready
 from .responses import ResponseStore, create_response
+from .server_limits import InFlightLimit
 from .settings import DEMO_MOUNT_PATH, Settings
 from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
 from .wire import UPSTREAM_ERROR, error_body, install_error_handlers, json_response
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+# Answered however busy the worker is (SERVER_MAX_CONCURRENCY does not apply to them): a
+# probe that fails under load would have a working pod restarted or taken out of service.
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 def build_router(settings: Settings) -> Router:
@@ -91,6 +95,8 @@ def create_app(settings: Settings) -> FastAPI:
         title="toolcall-proxy", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
     install_error_handlers(app)
+    if settings.server_max_concurrency is not None:  # added first: telemetry sees its 503s
+        app.add_middleware(InFlightLimit, limit=settings.server_max_concurrency, exempt=PROBE_PATHS)
     app.add_middleware(
         RequestTelemetry,
         metrics=metrics,

@@ -1,9 +1,12 @@
-"""What the HTTP server enforces on every connection before a request reaches the app (and
-its auth): a bound on the request head's size, and deadlines for reading the head and the
-body. uvicorn has none of these (its keep-alive timeout only runs between requests), so a
-client could hold connections and memory with a header that never ends.
+"""What the server enforces before a request reaches the app's routes (and their auth): on
+every connection, a bound on the request head's size and deadlines for reading the head and
+the body; on the app, a cap on requests in flight. uvicorn has none of the first (its
+keep-alive timeout only runs between requests), so a client could hold connections and
+memory with a header that never ends; its own concurrency cap counts open connections too,
+so idle ones would refuse every request, health probes included.
 
     uvicorn.run(app, **server_options(settings))  # every worker reads the settings itself
+    app.add_middleware(InFlightLimit, limit=8, exempt=frozenset({"/healthz"}))
 """
 
 from __future__ import annotations
@@ -13,10 +16,16 @@ import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .settings import Settings
-from .wire import INVALID_REQUEST, error_body, json_bytes
+from .wire import INVALID_REQUEST, JSON_MEDIA_TYPE, SERVER_ERROR, error_body, json_bytes
+
+# A place frees whenever any request in flight ends; the OpenAI SDKs wait this long (they
+# honour up to 60 s) before their retry, instead of their own backoff.
+RETRY_AFTER_SECONDS = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +63,19 @@ HEADER_TOO_LARGE = _refusal(
     431, "Request Header Fields Too Large", "request headers too large", "headers_too_large"
 )
 HEADER_TIMEOUT = _refusal(408, "Request Timeout", "request headers too slow", "request_timeout")
+# The answer beyond the cap on requests in flight.
+BUSY = Response(
+    json_bytes(
+        error_body(
+            "too many requests in flight; retry shortly",
+            error_type=SERVER_ERROR,
+            code="server_busy",
+        )
+    ),
+    status_code=503,
+    headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+    media_type=JSON_MEDIA_TYPE,
+)
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -130,10 +152,36 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
-    """uvicorn's options for the proxy's server: the guarded protocol, uvicorn's own
-    keep-alive timeout and its optional concurrency cap (beyond it uvicorn answers 503)."""
+    """uvicorn's options for the proxy's server: the guarded protocol and uvicorn's own
+    keep-alive timeout. Not uvicorn's `limit_concurrency`: the app caps requests itself
+    (`InFlightLimit`)."""
     return {
         "http": GuardedHttpToolsProtocol,
         "timeout_keep_alive": settings.server_keep_alive_timeout,
-        "limit_concurrency": settings.server_max_concurrency,
     }
+
+
+class InFlightLimit:
+    """ASGI middleware: at most `limit` requests in flight in this worker (from the head
+    read to the answer's last byte); beyond it, 503 in OpenAI's error shape with
+    Retry-After, at once. Idle connections take no place. A path in `exempt` (the health
+    probes) is neither counted nor refused: a liveness probe that got 503 from a busy worker
+    would have it restarted."""
+
+    def __init__(self, app: ASGIApp, *, limit: int, exempt: frozenset[str]) -> None:
+        self._app = app
+        self._limit = limit
+        self._exempt = exempt
+        self._in_flight = 0  # one event loop per worker: no lock needed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self._exempt:
+            await self._app(scope, receive, send)
+        elif self._in_flight >= self._limit:
+            await BUSY(scope, receive, send)
+        else:
+            self._in_flight += 1
+            try:
+                await self._app(scope, receive, send)
+            finally:
+                self._in_flight -= 1

@@ -82,8 +82,11 @@ class Settings(BaseSettings):
     server_header_timeout: float = Field(default=DEFAULT_SERVER_HEADER_TIMEOUT, gt=0)
     server_body_timeout: float = Field(default=DEFAULT_SERVER_BODY_TIMEOUT, gt=0)
     server_keep_alive_timeout: float = Field(default=DEFAULT_SERVER_KEEP_ALIVE_TIMEOUT, gt=0)
+    # Unset: every request is taken. A cap sheds load with a 503 (Retry-After) that clients
+    # retry, rather than queueing behind an upstream that is already full; idle connections
+    # and health probes take no place.
     server_max_concurrency: int | None = Field(
-        default=None, ge=1, description="connections plus requests in flight; beyond: 503"
+        default=None, ge=1, description="requests in flight per worker, probes aside; beyond: 503"
     )
     proxy_api_keys: Annotated[tuple[SecretStr, ...], NoDecode] = ()
     routes_file: Path | None = None

@@ -1,7 +1,8 @@
 """The server's own limits, enforced before a request reaches the app and its auth: a head
-too large is refused, and connections that stall (idle, half a head, half a body, idle
-between requests) are closed at their deadline. Each test waits for the server to close
-the socket; a server without the limit leaves it open and the read times out."""
+too large is refused, connections that stall (idle, half a head, half a body, idle between
+requests) are closed at their deadline, and requests in flight beyond the cap are refused
+while probes pass. Each deadline test waits for the server to close the socket; a server
+without the limit leaves it open and the read times out."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
 
+import httpx
 import pytest
 from raw_http import connect, parse_reply, read_until_closed
+from servers import chat_body
+from upstream_server import PAUSE_BOUND_SECONDS, Paused, Reply, ScriptedUpstream
 
 from service.app import create_app
 from service.server_limits import GuardedHttpToolsProtocol, ServerLimits, server_options
@@ -24,25 +28,33 @@ HEADER_LIMIT = 16 * 1024
 # What an attacker sends: far more than any buffer between client and server.
 HEADER_FLOOD_BYTES = 60 * 1024 * 1024
 FLOOD_LINE = b"X-Flood: " + b"a" * 8183 + b"\r\n"  # 8 KiB per header line
+# More idle connections than the cap allows requests, as a client pool or a scanner leaves them.
+IDLE_CONNECTIONS = 8
+# Bounds, not synchronisation: a broken server fails the test instead of hanging it.
+CLIENT_TIMEOUT_SECONDS = 10.0
+PROBES = ("/healthz", "/readyz", "/metrics")
 
 ServeProxy = Callable[..., str]
 
 
 @pytest.fixture
 def serve_proxy(upstream_url: str) -> Iterator[ServeProxy]:
-    """`serve_proxy(**settings)`: the proxy served as the CLI serves it, with short deadlines."""
+    """`serve_proxy(**settings)`: the proxy served as the CLI serves it, with short deadlines
+    unless `settings` name others."""
     from servers import serve
 
     with ExitStack() as stack:
 
         def start(**fields: Any) -> str:
             settings = Settings(
-                upstream_base_url=upstream_url,
-                server_max_header_bytes=HEADER_LIMIT,
-                server_header_timeout=DEADLINE_SECONDS,
-                server_body_timeout=DEADLINE_SECONDS,
-                server_keep_alive_timeout=DEADLINE_SECONDS,
-                **fields,
+                **{
+                    "upstream_base_url": upstream_url,
+                    "server_max_header_bytes": HEADER_LIMIT,
+                    "server_header_timeout": DEADLINE_SECONDS,
+                    "server_body_timeout": DEADLINE_SECONDS,
+                    "server_keep_alive_timeout": DEADLINE_SECONDS,
+                    **fields,
+                }
             )
             options = server_options(settings)
             options["http"] = GuardedHttpToolsProtocol.with_limits(ServerLimits.of(settings))
@@ -141,18 +153,56 @@ def test_idle_keep_alive_connection_is_closed(serve_proxy: ServeProxy) -> None:
     assert reply.json == {"status": "ok"}
 
 
-def test_requests_beyond_the_concurrency_cap_get_503(serve_proxy: ServeProxy) -> None:
-    url = serve_proxy(server_max_concurrency=2)
+def serve_capped_proxy(serve_proxy: ServeProxy, cap: int) -> str:
+    """A proxy with at most `cap` requests in flight, whose idle connections stay open for
+    the whole test (the usual head deadline)."""
+    return serve_proxy(
+        server_max_concurrency=cap,
+        server_header_timeout=Settings().server_header_timeout,
+        server_keep_alive_timeout=Settings().server_keep_alive_timeout,
+    )
 
-    with connect(url) as holder:
-        # Answered before the second connection opens (while it is the only one), then kept
-        # open, so the server counts it when the second request comes.
-        holder.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\n\r\n")
-        answered = b""
-        while b'"ok"}' not in answered:
-            received = holder.recv(4096)
-            assert received, "the server closed the first connection"
-            answered += received
-        with connect(url) as sock:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
-            assert parse_reply(read_until_closed(sock)).status == 503
+
+def test_idle_connections_do_not_take_the_concurrency_cap(
+    serve_proxy: ServeProxy, upstream: ScriptedUpstream
+) -> None:
+    url = serve_capped_proxy(serve_proxy, cap=1)
+    upstream.script(Reply("Hello."), Reply("Again."))
+
+    with ExitStack() as idle, httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS) as http:
+        for _ in range(IDLE_CONNECTIONS):
+            idle.enter_context(connect(url))
+        health = http.get("/healthz")
+        # One after the other: the second is served only if the first gave its place back.
+        answers = [http.post("/v1/chat/completions", json=chat_body()) for _ in range(2)]
+
+    assert health.status_code == 200
+    assert [answer.status_code for answer in answers] == [200, 200]
+
+
+def test_probes_pass_while_requests_in_flight_fill_the_cap_and_others_get_503(
+    serve_proxy: ServeProxy, upstream: ScriptedUpstream
+) -> None:
+    url = serve_capped_proxy(serve_proxy, cap=1)
+    held = Paused(before=("Working on it. ",), after=("Done.",))
+    upstream.script(held)
+
+    with (
+        httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS) as http,
+        http.stream("POST", "/v1/chat/completions", json=chat_body(stream=True)) as first,
+    ):
+        assert first.status_code == 200, first.read()
+        assert held.paused.wait(PAUSE_BOUND_SECONDS), "the upstream never got the request"
+        probes = {path: http.get(path).status_code for path in PROBES}
+        refused = http.post("/v1/chat/completions", json=chat_body())
+        held.resume.set()
+        first.read()
+
+    assert probes == dict.fromkeys(PROBES, 200)
+    assert b"Done." in first.content
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "1"
+    error = refused.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["code"]) == ("server_error", "server_busy")
+    assert len(upstream.chat_requests) == 1
