@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from protocols import ParseError, Part, Protocol, Segment, StreamParser, ToolCal
 
 from ..wire import EventStream
 from .access_log import DEBUG_LOGGER
+from .log_config import CONTINUATION, ESCAPED_RECORD_KEY, escaped
 
 debug_logger = logging.getLogger(DEBUG_LOGGER)
 
@@ -54,12 +54,6 @@ RESET = "\x1b[0m"
 PLAIN_MARKERS = ("[[", "]]")
 EVENT_PREFIX = b"data: "
 NOTHING = "(none)"
-# Model and upstream text reach the operator's terminal: control characters (ESC and the C1
-# CSI would drive the terminal, CR would overwrite a line) and Unicode line breaks are shown
-# escaped; a newline inside the summary's model text starts an indented line, so that text
-# cannot forge a log line of its own.
-CONTROL_CHARACTERS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-SUMMARY_TEXT_NEWLINE = "\n  "
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +107,7 @@ class ParserTrace:
         self._parsing: _Transcript | None = None  # the choice whose parser is running
 
     def log(self, what: str, detail: str) -> None:
+        # One line per traced item: its newlines shown as `\n` (the log escapes the rest).
         debug_logger.debug("[%s] %s %s", self._request_id, what, escaped(detail, "\\n"))
 
     async def upstream_payloads(self, payloads: AsyncIterator[str]) -> AsyncIterator[str]:
@@ -191,23 +186,16 @@ def parse_traced(
 
 
 def highlighted(text: str, segments: Sequence[Segment], markers: Markers) -> str:
-    """`text`, escaped, with each segment wrapped in the markers."""
+    """`text`, escaped as the log escapes it, with each segment wrapped in the markers."""
     pieces = []
     at = 0
     for segment in segments:
         before, inside = text[at : segment.start], segment.text
-        pieces += [escaped(before, SUMMARY_TEXT_NEWLINE), markers.open]
-        pieces += [escaped(inside, SUMMARY_TEXT_NEWLINE), markers.close]
+        pieces += [escaped(before, CONTINUATION), markers.open]
+        pieces += [escaped(inside, CONTINUATION), markers.close]
         at = segment.end
-    pieces.append(escaped(text[at:], SUMMARY_TEXT_NEWLINE))
+    pieces.append(escaped(text[at:], CONTINUATION))
     return "".join(pieces)
-
-
-def escaped(text: str, newline: str) -> str:
-    """`text` safe for a terminal and a log: control characters as `\\xNN`/`\\uNNNN`,
-    each newline as `newline`."""
-    text = CONTROL_CHARACTERS.sub(lambda match: ascii(match.group())[1:-1], text)
-    return text.replace("\n", newline)
 
 
 class _Transcript:
@@ -230,7 +218,9 @@ class _Transcript:
 
     def end(self) -> None:
         if self._gather:
-            debug_logger.debug(self._trace.summary("".join(self._text), self._calls, self.errors))
+            # Escaped as it was built, so that text logs keep the highlight's escape codes.
+            summary = self._trace.summary("".join(self._text), self._calls, self.errors)
+            debug_logger.debug(summary, extra={ESCAPED_RECORD_KEY: True})
 
 
 class _TracedParser(StreamParser):

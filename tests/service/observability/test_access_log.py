@@ -70,6 +70,20 @@ def test_json_line_has_every_field(upstream: ScriptedUpstream, proxy: Proxy, str
     }
 
 
+def test_json_line_shows_what_the_client_sent_escaped(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Reply("Sure."))
+
+    with caught_logs(ACCESS_LOGGER) as access:
+        proxy.http.post("/v1/chat/completions", json=chat_body(model="m\u2028\x85\x1b[2J"))
+
+    [record] = access.records
+    line = JsonFormatter().format(record)
+    assert line.splitlines() == [line]
+    assert json.loads(line)["model"] == "m\\u2028\\x85\\x1b[2J"
+
+
 @pytest.mark.parametrize(
     "sent", [None, "has spaces", "x" * 200], ids=["missing", "spaces", "too-long"]
 )

@@ -15,7 +15,7 @@ from observability import caught_logs
 from servers import WEATHER_TOOL, Proxy, StartProxy, chat_body
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
-from service.observability.debug import SUMMARY_TEXT_NEWLINE
+from service.observability.log_config import CONTINUATION
 
 DEBUG_LOGGER = "toolcall_proxy.debug"
 REQUEST_ID = "debug-1"
@@ -25,7 +25,7 @@ BROKEN_CALL = "<tool_call>this is not json</tool_call>"
 
 def indented(text: str) -> str:
     """Model text as the parse summary shows it: each line break starts an indented line."""
-    return text.replace("\n", SUMMARY_TEXT_NEWLINE)
+    return text.replace("\n", CONTINUATION)
 
 
 # The SGR codes each highlight style must use, and the reset after a segment.
