@@ -36,25 +36,42 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 def find_declared_tools(system_text: str) -> list[ToolSpec]:
-    """The tools declared in a system prompt: every JSON object with a `name` and `parameters`."""
+    """The tools declared in a system prompt: every JSON object with a `name` and
+    `parameters`, nested ones included (`{"type": "function", "function": {...}}`).
+
+    The text is read once: each JSON value is decoded once and searched in memory, and text
+    that does not decode is skipped up to where it broke (so a tool inside an object broken
+    after it is not seen). Decoding again from each nested brace read a long string once per
+    enclosing object: 400 of them around 3 MB took seconds. A value nested deeper than the
+    decoder reads raises `RecursionError`."""
     decoder = json.JSONDecoder()
     tools: list[ToolSpec] = []
     position = system_text.find("{")
     while position != -1:
         try:
-            candidate, end = decoder.raw_decode(system_text, position)
-        except json.JSONDecodeError:
-            candidate, end = None, position + 1
-        if (
-            isinstance(candidate, dict)
-            and isinstance(candidate.get("name"), str)
-            and isinstance(candidate.get("parameters"), dict)
-        ):
-            tools.append(ToolSpec.from_openai(candidate))
+            value, end = decoder.raw_decode(system_text, position)
+        except json.JSONDecodeError as error:
+            end = max(error.pos, position + 1)
         else:
-            # Not a tool itself, but a tool may be nested inside it: look at the next brace.
-            end = position + 1
+            tools += _tools_in(value)
         position = system_text.find("{", end)
+    return tools
+
+
+def _tools_in(value: Any) -> list[ToolSpec]:
+    """The tools in a decoded JSON value, in the text's order; a tool's own parameters are
+    not searched. A loop, not recursion: the value may nest as deep as the decoder reads."""
+    tools = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("name"), str) and isinstance(item.get("parameters"), dict):
+                tools.append(ToolSpec.from_openai(item))
+            else:
+                pending += reversed(item.values())
+        elif isinstance(item, list):
+            pending += reversed(item)
     return tools
 
 
@@ -167,14 +184,17 @@ def create_demo_upstream(protocol: Protocol) -> Starlette:
     async def chat_completions(request: Request) -> Response:
         try:
             body = await request.json()
-        except ValueError:
-            return _invalid_request("The request body is not JSON.")
+        except (ValueError, RecursionError):
+            return _invalid_request("The request body is not JSON, or nests too deeply.")
         messages = body.get("messages") if isinstance(body, dict) else None
         if not messages or not isinstance(messages, list):
             return _invalid_request("`messages` must be a non-empty list.")
         if not all(isinstance(message, dict) for message in messages):
             return _invalid_request("Every message must be an object.")
-        reply = demo_reply(messages, protocol)
+        try:
+            reply = demo_reply(messages, protocol)
+        except RecursionError:  # JSON in a message (tools, a schema) nested past the decoder
+            return _invalid_request("The conversation holds JSON nested too deeply.")
         usage = _usage(messages, reply)
         head = {
             "id": f"chatcmpl-demo-{uuid.uuid4().hex}",

@@ -38,6 +38,11 @@ READ_FILE = ToolSpec(
     parameters={"type": "object", "properties": {"path": {"type": "string"}}},
 )
 QUESTION = "What is the weather in Paris today?"
+QUESTION_MESSAGE = {"role": "user", "content": QUESTION}
+# JSON text nested this deep, around a string this long: each object of it decoded on its own
+# would read the string again, hundreds of times.
+DEEP = 400
+LONG_STRING = "x" * 10_000
 
 
 @pytest.fixture
@@ -176,6 +181,64 @@ def test_declared_tools_are_the_json_objects_with_name_and_parameters() -> None:
     )
 
     assert find_declared_tools(system_text) == [ToolSpec(name="search", parameters={})]
+
+
+def nested(depth: int, inner: str, *, closed: bool = True) -> str:
+    """`inner` as the value of `depth` nested objects, their braces closed or not."""
+    return '{"a": ' * depth + inner + "}" * depth * closed
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "never-closed"])
+def test_declared_tools_are_found_in_one_pass_over_nested_json(
+    monkeypatch: pytest.MonkeyPatch, closed: bool
+) -> None:
+    tool = '{"name": "search", "parameters": {}}'
+    system_text = nested(DEEP, f'["{LONG_STRING}", {tool}]', closed=closed) + f" then {tool}"
+    scanned = decoded_characters(monkeypatch)
+
+    tools = find_declared_tools(system_text)
+
+    assert sum(scanned) <= len(system_text)
+    # Never closed, the outer object breaks after the tool in it: that one is not seen.
+    assert tools == [ToolSpec(name="search", parameters={})] * (1 + closed)
+
+
+def decoded_characters(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The characters each JSON decode reads, up to its value's end or the point it broke."""
+    scanned: list[int] = []
+    raw_decode = json.JSONDecoder.raw_decode
+
+    def counted(self: json.JSONDecoder, text: str, start: int = 0) -> tuple[Any, int]:
+        try:
+            value, end = raw_decode(self, text, start)
+        except json.JSONDecodeError as error:
+            scanned.append(error.pos - start)
+            raise
+        scanned.append(end - start)
+        return value, end
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    return scanned
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "body",
+    [
+        json.dumps(
+            {"messages": [{"role": "system", "content": '{"a": ' * 5000}, QUESTION_MESSAGE]}
+        ).encode(),
+        b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ],
+    ids=["in-the-system-prompt", "in-the-body"],
+)
+async def test_json_nested_too_deeply_gets_a_400_in_openai_error_shape(body: bytes) -> None:
+    transport = httpx.ASGITransport(app=create_demo_upstream(get_protocol("json-mix")))
+    async with httpx.AsyncClient(transport=transport, base_url="http://demo") as client:
+        response = await client.post("/v1/chat/completions", content=body)
+
+    assert response.status_code == 400
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}
 
 
 def test_tool_is_chosen_by_its_name_then_its_description_then_first_declared() -> None:
