@@ -76,6 +76,13 @@ def canned_upstream_command(port: int) -> list[str]:
     return [*UVICORN, *upstream, "--port", str(port)]
 
 
+def relay_command(port: int) -> list[str]:
+    """The bare FastAPI + httpx relay (`bare_relay.py`) served on `port`; its upstream is
+    the `BARE_RELAY_UPSTREAM` environment variable."""
+    relay = ["--factory", "bare_relay:create_app", "--app-dir", str(HERE)]
+    return [*UVICORN, *relay, "--port", str(port)]
+
+
 def proxy_command(port: int, workers: int = 1) -> list[str]:
     """The proxy through its own command, so `--workers` is the real thing."""
     service = [sys.executable, "-m", "service", "--log-level", "warning"]

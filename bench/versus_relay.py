@@ -25,14 +25,13 @@ from pathlib import Path
 
 import httpx
 from proxy import (
-    HERE,
     MESSAGES,
     TOOLS,
-    UVICORN,
     Server,
     canned_upstream_command,
     free_port,
     proxy_command,
+    relay_command,
     server,
 )
 
@@ -179,8 +178,6 @@ def main() -> None:
     )
     args = options.parse_args()
     ports = {name: free_port() for name in ("upstream", "proxy", "relay")}
-    relay_command = [*UVICORN, "--factory", "bare_relay:create_app", "--app-dir", str(HERE)]
-    relay_command += ["--port", str(ports["relay"])]
     with (
         tempfile.TemporaryDirectory() as metrics_dir,
         server(canned_upstream_command(ports["upstream"]), ports["upstream"]) as upstream,
@@ -191,7 +188,7 @@ def main() -> None:
         relay_env = {"BARE_RELAY_UPSTREAM": f"{upstream.url}/v1"}
         with (
             server(proxy_command(ports["proxy"], args.workers), ports["proxy"], proxy_env) as proxy,
-            server(relay_command, ports["relay"], relay_env) as relay,
+            server(relay_command(ports["relay"]), ports["relay"], relay_env) as relay,
         ):
             targets = {"upstream": upstream, "proxy": proxy, "relay": relay}
             counted_before = requests_counted(proxy.url)
