@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +40,8 @@ TOOLS = [
 ]
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 UVICORN = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
+# How long a server has to stop once asked before it is killed.
+STOP_SECONDS = 10
 
 
 def free_port() -> int:
@@ -60,10 +64,15 @@ class Server:
 
     def process_tree(self) -> list[int]:
         """The process and its children."""
-        pids = [self.pid]
-        for thread in _threads(self.pid):
-            pids += [int(pid) for pid in (thread / "children").read_text().split()]
-        return pids
+        return process_tree(self.pid)
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its children."""
+    pids = [pid]
+    for thread in _threads(pid):
+        pids += [int(child) for child in (thread / "children").read_text().split()]
+    return pids
 
 
 def _threads(pid: int) -> list[Path]:
@@ -108,7 +117,23 @@ def server(command: list[str], port: int, env: dict[str, str] | None = None) -> 
                 time.sleep(0.05)
         yield Server(url, process.pid)
     finally:
-        process.terminate()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Ask `process` to stop; one still running after STOP_SECONDS (a server draining its
+    open answers, up to the proxy's DRAIN_TIMEOUT) is killed, and its children with it."""
+    children = []
+    with contextlib.suppress(OSError):  # gone already
+        children = process_tree(process.pid)[1:]
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.kill()
         process.wait()
 
 
