@@ -56,3 +56,20 @@ def test_parser_benchmark_prints_every_protocol_and_the_stall_rows() -> None:
         assert re.search(rf"^{protocol}\s+prose, no calls\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE)
     stall_rows = re.findall(r" ms  (\w+)$", out, re.MULTILINE)
     assert stall_rows, out
+
+
+def test_contention_runs_both_servers_beside_busy_processes_and_probes_each_after() -> None:
+    out = run(
+        "contention.py",
+        *("--streams", "4", "--seconds", "2", "--busy", "1"),
+        *("--tokens", "16", "--client-timeout", "10", "--settle", "2"),
+    )
+
+    assert re.search(r"^\d+ cores, 1 busy processes; per server: 4 keep-alive", out, re.M), out
+    for server in ("bare relay", "toolcall-proxy"):
+        # completed, timed out, failed, req/s, ratio, then the probe sent after the load.
+        row = rf"^{server} +\d+ +\d+ +\d+ +[\d.]+ +(?:[\d.]+x|-)  (\S+) .* \d+ / \d+ +\d+ +[-\d]+$"
+        found = re.search(row, out, re.MULTILINE)
+        assert found, out
+        assert found[1] == "yes", out  # the server still answers once its load is over
+    assert re.search(r"^proxy >= 0.9x the relay's completed.*: (met|NOT met)$", out, re.M), out
