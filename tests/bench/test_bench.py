@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
+SERVERS = ("bare relay", "toolcall-proxy")
 
 
 def run(script: str, *arguments: str) -> str:
@@ -62,14 +63,16 @@ def test_contention_runs_both_servers_beside_busy_processes_and_probes_each_afte
     out = run(
         "contention.py",
         *("--streams", "4", "--seconds", "2", "--busy", "1"),
-        *("--tokens", "16", "--client-timeout", "10", "--settle", "2"),
+        *("--tokens", "16", "--client-timeout", "10", "--settle", "1"),
     )
 
     assert re.search(r"^\d+ cores, 1 busy processes; per server: 4 keep-alive", out, re.M), out
-    for server in ("bare relay", "toolcall-proxy"):
-        # completed, timed out, failed, req/s, ratio, then the probe sent after the load.
-        row = rf"^{server} +\d+ +\d+ +\d+ +[\d.]+ +(?:[\d.]+x|-)  (\S+) .* \d+ / \d+ +\d+ +[-\d]+$"
-        found = re.search(row, out, re.MULTILINE)
+    # completed, timed out, failed, req/s, ratio, streams in progress, upstream connections
+    # open / pool, the probe sent after the load, connections held after it.
+    counts = r" +\d+ +\d+ +\d+ +[\d.]+ +(?:[\d.]+x|-)"
+    after = r" +(?:\d+|-) +\d+ / \d+  (yes|no \(.+\)) [\d.]+ s +\d+$"
+    for server in SERVERS:
+        found = re.search(rf"^{server}{counts}{after}", out, re.MULTILINE)
         assert found, out
         assert found[1] == "yes", out  # the server still answers once its load is over
     assert re.search(r"^proxy >= 0.9x the relay's completed.*: (met|NOT met)$", out, re.M), out
