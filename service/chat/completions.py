@@ -13,10 +13,11 @@ from starlette.responses import Response
 from protocols import Protocol
 
 from ..context import ProxyContext
-from ..observability import CompletionObserver, ParserTrace, request_record
-from ..upstream import ClosingResponse, Target, UpstreamStream, answer_choices, relayed
+from ..observability import CompletionObserver, ParserTrace, UpstreamFailure, request_record
+from ..upstream import ClosingResponse, Target, UpstreamStream, checked_answer, relayed
 from ..wire import (
     EventStream,
+    ProxyError,
     data_event,
     joined_when_ready,
     json_bytes,
@@ -66,10 +67,11 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
 
 
 def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
-    """The upstream's completion with each choice's text parsed into content and calls;
-    every other field (id, created, model, usage, system_fingerprint...) kept."""
+    """The upstream's completion (checked: `ChatExchange.answer`) with each choice's text
+    parsed into content and calls; every other field (id, created, model, usage,
+    system_fingerprint...) kept."""
     choices = []
-    for choice in answer_choices(answer):
+    for choice in answer.get("choices") or ():
         message = choice.get("message") or {}
         mapper = parsing.mapper()
         builder = MessageBuilder()
@@ -128,7 +130,11 @@ class ChatExchange:
             return ChatAnswer(trace, parsed_completion(await self.answer(body), parsing))
         stream = await self.open_stream(body)
         events = stream_completion(
-            stream, parsing, include_usage=chat.include_usage, fallback_model=self.model_name()
+            stream,
+            parsing,
+            n=chat.n,
+            include_usage=chat.include_usage,
+            fallback_model=self.model_name(),
         )
         return ChatAnswer(trace, events=events, upstream=stream)
 
@@ -164,12 +170,18 @@ class ChatExchange:
         return CompletionObserver(protocol.name, self._context.metrics, record, trace), trace
 
     async def answer(self, body: bytes) -> dict[str, Any]:
-        """The upstream's whole JSON answer."""
+        """The upstream's whole JSON answer, its choices checked (a bad one counted) before
+        anything reads them."""
         headers = self._context.headers_for(self._request, self._target, relay=False)
         asking = self._context.upstream.request_json(
             "POST", self._url, headers=headers, content=body
         )
-        return await while_connected(self._request.receive, asking)
+        answer = await while_connected(self._request.receive, asking)
+        try:
+            return checked_answer(answer, self._chat.n)
+        except ProxyError:
+            self._context.metrics.upstream_errors.labels(UpstreamFailure.BAD_RESPONSE).inc()
+            raise
 
     async def open_stream(self, body: bytes) -> UpstreamStream:
         """The upstream's streamed answer, its status already 2xx; the caller closes it."""

@@ -9,7 +9,7 @@ from typing import Any
 from protocols import Part, Protocol, parse_forced_call
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
-from ..upstream import answer_choices, checked_envelope
+from ..upstream import checked_envelope
 from ..wire import DONE_EVENT, EventStream, data_event
 from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder
 from .request import ChatRequest, content_text
@@ -25,9 +25,9 @@ def forced_call_deltas(
     observer: CompletionObserver,
     trace: ParserTrace | None,
 ) -> list[Delta]:
-    """The one call in the upstream's answer, as the deltas that announce it."""
-    choices = answer_choices(answer) or [{}]
-    text = content_text((choices[0].get("message") or {}).get("content"))
+    """The one call in the upstream's answer (checked: `ChatExchange.answer`), as the deltas
+    that announce it."""
+    text = content_text((_first_choice(answer).get("message") or {}).get("content"))
 
     def parse() -> list[Part]:
         tools = offered_tools(request)
@@ -46,12 +46,17 @@ def forced_call_deltas(
 
 def forced_call_completion(answer: dict[str, Any], deltas: list[Delta]) -> dict[str, Any]:
     """The non-streaming answer: the upstream's completion with its message replaced."""
-    choices = answer_choices(answer) or [{}]
+    first = _first_choice(answer)
     builder = MessageBuilder()
     builder.add(deltas)
-    message = builder.message(choices[0].get("message") or {})
-    choice = {**choices[0], "index": 0, "message": message, "finish_reason": TOOL_CALLS}
+    message = builder.message(first.get("message") or {})
+    choice = {**first, "index": 0, "message": message, "finish_reason": TOOL_CALLS}
     return {**answer, "choices": [choice]}
+
+
+def _first_choice(answer: dict[str, Any]) -> dict[str, Any]:
+    first: dict[str, Any] = (answer.get("choices") or [{}])[0]
+    return first
 
 
 async def forced_call_events(

@@ -33,6 +33,7 @@ class ChatRequest:
     choice: ChoiceMode
     named_tool: str | None
     single_call: bool  # `parallel_tool_calls: false`
+    n: int  # the choices asked for: an upstream answer may hold no others
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -85,7 +86,17 @@ def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
         parallel = True
     if not isinstance(parallel, bool):
         raise invalid("'parallel_tool_calls' must be a boolean", "parallel_tool_calls")
-    return ChatRequest(body, tools, choice, named, single_call=not parallel)
+    return ChatRequest(body, tools, choice, named, single_call=not parallel, n=_choice_count(body))
+
+
+def _choice_count(body: dict[str, Any]) -> int:
+    """`n`, absent or null meaning OpenAI's default of one."""
+    n = body.get("n")
+    if n is None:
+        return 1
+    if type(n) is not int or n < 1:
+        raise invalid("'n' must be a positive integer", "n")
+    return n
 
 
 def _check_messages(messages: object) -> None:

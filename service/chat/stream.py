@@ -82,10 +82,16 @@ class _ChoiceStream:
 
 
 async def stream_completion(
-    stream: UpstreamStream, parsing: OutputParsing, *, include_usage: bool, fallback_model: str
+    stream: UpstreamStream,
+    parsing: OutputParsing,
+    *,
+    n: int,
+    include_usage: bool,
+    fallback_model: str,
 ) -> EventStream:
-    """SSE event bytes for the client. A failure after the first event becomes one
-    `data: {"error": ...}` event and the stream ends there, without `[DONE]`."""
+    """SSE event bytes for the client, for the `n` choices asked for. A failure after the
+    first event becomes one `data: {"error": ...}` event and the stream ends there, without
+    `[DONE]`."""
     encoder: ChunkEncoder | None = None
     choices: dict[int, _ChoiceStream] = {}
     usage = None
@@ -99,7 +105,7 @@ async def stream_completion(
                 complete = True
                 await _release_after_done(payloads, stream)  # before the last events
                 break
-            chunk, upstream_choices = _decoded(payload, stream, first=encoder is None)
+            chunk, upstream_choices = _decoded(payload, stream, n, first=encoder is None)
             if encoder is None:
                 encoder = ChunkEncoder.matching(chunk, fallback_model)
             for upstream_choice in upstream_choices:
@@ -169,7 +175,7 @@ async def _whole_body(stream: UpstreamStream) -> AsyncIterator[str]:
 
 
 def _decoded(
-    payload: str, stream: UpstreamStream, *, first: bool
+    payload: str, stream: UpstreamStream, n: int, *, first: bool
 ) -> tuple[dict[str, Any], list[UpstreamChoice]]:
     """One upstream chunk and its checked choices, and the first chunk's envelope checked
     too (the only envelope the answer copies); an upstream `error` event or a garbled or
@@ -184,7 +190,7 @@ def _decoded(
     try:
         if not isinstance(chunk, dict):
             raise bad_chunk("not a JSON object")
-        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk)
+        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk, n)
     except ProxyError:
         stream.failed(UpstreamFailure.BAD_RESPONSE)
         raise

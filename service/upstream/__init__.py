@@ -7,8 +7,8 @@ from __future__ import annotations
 from .answer import (
     REASONING_KEYS,
     UpstreamChoice,
-    answer_choices,
     bad_chunk,
+    checked_answer,
     checked_envelope,
     chunk_choices,
 )
@@ -26,9 +26,9 @@ __all__ = [
     "Upstream",
     "UpstreamChoice",
     "UpstreamStream",
-    "answer_choices",
     "bad_chunk",
     "build_client",
+    "checked_answer",
     "checked_envelope",
     "chunk_choices",
     "load_routes",

@@ -50,10 +50,10 @@ def checked_envelope(chunk: dict[str, Any]) -> dict[str, Any]:
     return chunk
 
 
-def chunk_choices(chunk: dict[str, Any]) -> list[UpstreamChoice]:
-    """A streamed chunk's choices: each an object with a non-negative integer `index`, an
-    object `delta` (or `message`) whose texts are strings or null, a string-or-null
-    `finish_reason`; and `usage` an object or null."""
+def chunk_choices(chunk: dict[str, Any], n: int) -> list[UpstreamChoice]:
+    """A streamed chunk's choices: each an object with an `index` of one of the `n` choices
+    asked for, an object `delta` (or `message`) whose texts are strings or null, a
+    string-or-null `finish_reason`; and `usage` an object or null."""
     if not isinstance(chunk.get("usage"), OBJECT_OR_NULL):
         raise bad_chunk("'usage' is not an object")
     choices = chunk.get("choices")
@@ -65,9 +65,7 @@ def chunk_choices(chunk: dict[str, Any]) -> list[UpstreamChoice]:
     for choice in choices:
         if not isinstance(choice, dict):
             raise bad_chunk("a choice is not an object")
-        index = choice.get("index", 0)
-        if type(index) is not int or index < 0:
-            raise bad_chunk("a choice's 'index' is not a non-negative integer")
+        index = _index(choice, n)
         delta = choice.get("delta") or choice.get("message") or {}
         if not isinstance(delta, dict):
             raise bad_chunk("a choice's 'delta' is not an object")
@@ -81,17 +79,31 @@ def chunk_choices(chunk: dict[str, Any]) -> list[UpstreamChoice]:
     return checked
 
 
-def answer_choices(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    """A whole completion's choices, each an object whose `message` is an object or null
-    (its content may be a string, text parts or null: `content_text` reads all three)."""
+def checked_answer(answer: dict[str, Any], n: int) -> dict[str, Any]:
+    """A whole completion, once its `choices` are sane: absent, or a list of no more than the
+    `n` asked for, each an object with the `index` of one of them and a `message` that is an
+    object or null (its content may be a string, text parts or null: `content_text` reads
+    all three)."""
     choices = answer.get("choices")
     if choices is None:
-        return []
+        return answer
     if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
         raise bad_chunk("'choices' is not a list of objects")
+    if len(choices) > n:
+        raise bad_chunk(f"{len(choices)} choices where {n} were asked for")
     for choice in choices:
+        _index(choice, n)
         if not isinstance(choice.get("message"), OBJECT_OR_NULL):
             raise bad_chunk("a choice's 'message' is not an object")
         if not isinstance(choice.get("finish_reason"), STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
-    return choices
+    return answer
+
+
+def _index(choice: dict[str, Any], n: int) -> int:
+    """The choice's `index`, one of the `n` the request asked for: an upstream must not make
+    the proxy build a parser for each of 100,000 choices nobody asked for."""
+    index = choice.get("index", 0)
+    if type(index) is not int or not 0 <= index < n:
+        raise bad_chunk(f"a choice's 'index' is not one of the {n} asked for (0 to {n - 1})")
+    return index

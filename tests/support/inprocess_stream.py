@@ -79,6 +79,7 @@ async def _events(
     events = stream_completion(
         stream,
         parsing,
+        n=chat.n,
         include_usage=chat.include_usage,
         fallback_model=MODEL,
     )

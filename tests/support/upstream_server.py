@@ -110,6 +110,25 @@ class Verbatim:
         self.headers = {"content-type": "text/event-stream", **(headers or {})}
 
 
+def raw_chunk_event(*choices: dict[str, Any]) -> bytes:
+    """One event of a chunk holding exactly these choices, as they are: for `Verbatim`."""
+    chunk = {
+        "id": UPSTREAM_ID,
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": "upstream-model",
+        "choices": list(choices),
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def raw_completion(*choices: dict[str, Any]) -> Verbatim:
+    """A whole JSON answer holding exactly these choices, as they are."""
+    body = {"id": UPSTREAM_ID, "object": "chat.completion", "created": CREATED}
+    encoded = json.dumps({**body, "choices": list(choices)}).encode()
+    return Verbatim(encoded, headers={"content-type": "application/json"})
+
+
 @dataclass(frozen=True)
 class Fail:
     """Answer with an HTTP error in OpenAI's error shape."""

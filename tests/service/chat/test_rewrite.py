@@ -188,6 +188,10 @@ def test_only_a_request_without_tools_or_tool_history_passes_through(
             "tool_choice",
             id="undeclared-tool-choice",
         ),
+        *(
+            pytest.param(json.dumps({"messages": [QUESTION], "n": n}).encode(), "n", id=f"n-{n!r}")
+            for n in (0, -1, "2", 1.5, True)
+        ),
     ],
 )
 def test_malformed_requests_are_400s_naming_the_param(body: bytes, param: str | None) -> None:

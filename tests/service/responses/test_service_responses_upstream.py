@@ -1,0 +1,51 @@
+"""What a bad upstream answer does to a response: it is checked as a chat answer is, so a
+fault is a 502 in OpenAI's error shape or, once the response streams, `response.failed`
+with the fault's code, never a 500 and never a stream cut without an ending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from responses_client import WEATHER_FUNCTION, respond
+from servers import MODEL, Proxy
+from upstream_server import ScriptedUpstream, Verbatim, raw_chunk_event, raw_completion
+
+QUESTION = "What is the weather in Paris?"
+DONE = b"data: [DONE]\n\n"
+
+
+def text_choice(index: int, text: str = "Sunny.", finish_reason: str | None = None) -> Any:
+    return {"index": index, "delta": {"content": text}, "finish_reason": finish_reason}
+
+
+def post(proxy: Proxy, **fields: Any) -> Any:
+    return proxy.http.post("/v1/responses", json={"model": MODEL, "input": QUESTION, **fields})
+
+
+def test_streamed_choice_past_the_first_fails_the_response(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(
+        Verbatim(raw_chunk_event(text_choice(0)), raw_chunk_event(text_choice(1)), DONE)
+    )
+
+    response = respond(proxy, True, input=QUESTION, tools=[WEATHER_FUNCTION])
+
+    assert response["status"] == "failed"
+    assert response["error"]["code"] == "upstream_bad_chunk"
+
+
+@pytest.mark.parametrize("tools", [[WEATHER_FUNCTION], []], ids=["tools", "no-tools"])
+def test_whole_answer_with_a_choice_past_the_first_is_a_502(
+    upstream: ScriptedUpstream, proxy: Proxy, tools: list[Any]
+) -> None:
+    message = {"role": "assistant", "content": "Sunny."}
+    upstream.script(
+        raw_completion(*({"index": i, "message": message, "finish_reason": "stop"} for i in (0, 1)))
+    )
+
+    answer = post(proxy, tools=tools)
+
+    assert answer.status_code == 502
+    assert answer.json()["error"]["code"] == "upstream_bad_chunk"
