@@ -11,7 +11,7 @@ from .completions import (
     traced_event_response,
     traced_json_response,
 )
-from .request import ChatRequest, ChoiceMode, checked_chat_request, decoded_body, invalid
+from .request import ChatRequest, checked_chat_request, decoded_body, invalid
 from .rewrite import FORCED_CHOICES, rewrite_request
 
 __all__ = [
@@ -21,7 +21,6 @@ __all__ = [
     "ChatAnswer",
     "ChatExchange",
     "ChatRequest",
-    "ChoiceMode",
     "Delta",
     "checked_chat_request",
     "create_completion",

@@ -10,15 +10,20 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
-from protocols import Protocol
+from protocols import Protocol, ToolSpec
 
 from ..context import ProxyContext
-from ..observability import CompletionObserver, ParserTrace, UpstreamFailure, request_record
+from ..observability import (
+    NO_PROTOCOL,
+    CompletionObserver,
+    ParserTrace,
+    UpstreamFailure,
+    request_record,
+)
 from ..upstream import ClosingResponse, Target, UpstreamStream, checked_answer, relayed
 from ..wire import (
     EventStream,
     ProxyError,
-    data_event,
     joined_when_ready,
     json_bytes,
     json_response,
@@ -30,7 +35,7 @@ from .forced_answer import forced_call_completion, forced_call_deltas, forced_ca
 from .parser_config import OutputParsing
 from .request import ChatRequest, ChoiceMode, content_text, parse_chat_request
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
-from .stream import chunk_payloads, stream_completion
+from .stream import stream_completion
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
 # clients ignore them.
@@ -115,13 +120,16 @@ class ChatExchange:
         return relayed(await while_connected(self._request.receive, opening))
 
     async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
-        """Tools offered: the model's text parsed into content and calls."""
+        """The model's text parsed into content and calls. With no tools offered (none
+        declared, or `tool_choice: "none"`), for an endpoint that translates the answer,
+        nothing is parsed, but the answer is checked and shaped all the same."""
         chat, settings = self._chat, self._context.settings
-        observer, trace = self.observers(protocol)
+        tools = () if chat.choice is ChoiceMode.NONE else chat.tools
+        observer, trace = self.observers(protocol, tools)
         parsing = OutputParsing.configured(
             settings,
             protocol,
-            chat.tools,
+            tools,
             single_call=chat.single_call,
             observer=observer,
             trace=trace,
@@ -141,7 +149,7 @@ class ChatExchange:
     async def forced_call(self, protocol: Protocol, body: bytes) -> ChatAnswer:
         """Tool-choice mode: one whole upstream answer, exactly one call back."""
         chat = self._chat
-        observer, trace = self.observers(protocol)
+        observer, trace = self.observers(protocol, chat.tools)
         answer = await self.answer(body)
         deltas = forced_call_deltas(answer, chat, protocol, observer, trace)
         if not chat.stream:
@@ -151,23 +159,17 @@ class ChatExchange:
         )
         return ChatAnswer(trace, events=events)
 
-    async def unparsed(self, body: bytes) -> ChatAnswer:
-        """No tools to parse, for an endpoint that translates the answer: the upstream's own
-        completion, or its chunks as events."""
-        if not self._chat.stream:
-            return ChatAnswer(None, await self.answer(body))
-        stream = await self.open_stream(body)
-        events = (data_event(payload.encode()) async for payload in chunk_payloads(stream))
-        return ChatAnswer(None, events=events, upstream=stream)
-
-    def observers(self, protocol: Protocol) -> tuple[CompletionObserver, ParserTrace | None]:
-        """Who hears about this completion: the metrics always, the debug trace if it is on."""
+    def observers(
+        self, protocol: Protocol, tools: tuple[ToolSpec, ...]
+    ) -> tuple[CompletionObserver, ParserTrace | None]:
+        """Who hears about this completion: the metrics always, the debug trace if it is on.
+        With no tools offered nothing is parsed: no protocol is named, nothing traced."""
         record = request_record(self._request)
-        debug = self._context.debug
-        trace = (
-            None if debug is None else debug.trace(record.request_id, protocol, self._chat.tools)
-        )
-        return CompletionObserver(protocol.name, self._context.metrics, record, trace), trace
+        metrics, debug = self._context.metrics, self._context.debug
+        if not tools:
+            return CompletionObserver(NO_PROTOCOL, metrics, record), None
+        trace = None if debug is None else debug.trace(record.request_id, protocol, tools)
+        return CompletionObserver(protocol.name, metrics, record, trace), trace
 
     async def answer(self, body: bytes) -> dict[str, Any]:
         """The upstream's whole JSON answer, its choices checked (a bad one counted) before

@@ -1,6 +1,7 @@
 """How one request's model output is parsed: its protocol, its tools and the deployment's
 parser options, handing out fresh parsers and delta mappers per choice (traced when
-DEBUG_PARSER_MW is on)."""
+DEBUG_PARSER_MW is on). With no tools offered nothing is parsed: the text passes as written,
+through the same checks and the same mapping to deltas."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from protocols import (
     Part,
     Protocol,
     StreamParser,
+    TextDelta,
     ToolSpec,
     UnknownTools,
 )
@@ -18,6 +20,18 @@ from protocols import (
 from ..observability import CompletionObserver, ParserTrace, parse_traced
 from ..settings import Settings
 from .chunks import DeltaMapper
+
+
+class TextAsWritten(StreamParser):
+    """The parser of an answer offered no tools: it can call none, so all of it is text."""
+
+    TEXT_ID = "text"
+
+    def feed(self, text: str) -> list[Part]:
+        return [TextDelta(self.TEXT_ID, text)] if text else []
+
+    def finish(self) -> list[Part]:
+        return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +79,25 @@ class OutputParsing:
         )
 
     def stream_parser(self) -> StreamParser:
-        parser = self.protocol.stream_parser(
-            self.tools,
-            on_error=self.observer.parse_error,
-            mode=self.arguments_mode,
-            unknown_tools=self.unknown_tools,
-            small_call_chars=self.small_call_chars,
-            off_protocol_calls=self.off_protocol_calls,
-        )
+        if not self.tools:
+            parser: StreamParser = TextAsWritten()
+        else:
+            parser = self.protocol.stream_parser(
+                self.tools,
+                on_error=self.observer.parse_error,
+                mode=self.arguments_mode,
+                unknown_tools=self.unknown_tools,
+                small_call_chars=self.small_call_chars,
+                off_protocol_calls=self.off_protocol_calls,
+            )
         return parser if self.trace is None else self.trace.stream_parser(parser)
 
     def parse_whole(self, text: str) -> list[Part]:
         """A complete text at once: atomic, so a call cut short stays text."""
 
         def parse() -> list[Part]:
+            if not self.tools:
+                return TextAsWritten().feed(text)
             return self.protocol.parse(
                 text,
                 self.tools,

@@ -9,11 +9,12 @@ from .debug import DebugMode, HighlightStyle, ParserDebug, ParserTrace, parse_tr
 from .log_config import LogLevel, configure_logging, held_records, line_formatter
 from .metrics import ProxyMetrics, UpstreamFailure, prepare_multiprocess_dir
 from .observer import CompletionObserver
-from .request_record import request_record
+from .request_record import NO_PROTOCOL, request_record
 from .telemetry import RequestTelemetry
 
 __all__ = [
     "LOGGER_NAME",
+    "NO_PROTOCOL",
     "CompletionObserver",
     "DebugMode",
     "HighlightStyle",

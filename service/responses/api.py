@@ -19,7 +19,6 @@ from ..chat import (
     ChatAnswer,
     ChatExchange,
     ChatRequest,
-    ChoiceMode,
     rewrite_request,
     traced_event_response,
     traced_json_response,
@@ -30,7 +29,6 @@ from ..upstream import REASONING_KEYS
 from ..wire import (
     DONE,
     SERVER_ERROR,
-    UPSTREAM_ERROR,
     EventStream,
     ProxyError,
     error_body,
@@ -81,9 +79,7 @@ async def _chat_answer(
 ) -> ChatAnswer:
     if chat.choice in FORCED_CHOICES:
         return await exchange.forced_call(protocol, body)
-    if chat.tools and chat.choice is not ChoiceMode.NONE:
-        return await exchange.parsed(protocol, body)
-    return await exchange.unparsed(body)
+    return await exchange.parsed(protocol, body)  # tools or none: the chat answer's checks
 
 
 def _store(store: ResponseStore, asked: ResponsesRequest, assembler: ResponseAssembler) -> None:
@@ -112,8 +108,9 @@ async def response_events(
     *,
     on_finished: Callable[[], None],
 ) -> EventStream:
-    """The Responses event stream for a chat event stream (choice 0). A failure, in the
-    upstream or here, ends it with `error` and `response.failed`."""
+    """The Responses event stream for the proxy's own chat event stream of one choice (the
+    upstream's chunks are checked there). A failure, in the upstream or here, ends it with
+    `error` and `response.failed`."""
     for event in assembler.start():
         yield _encoded(event)
     finish_reason, usage = None, None
@@ -123,25 +120,20 @@ async def response_events(
             if payload == DONE:
                 break
             chunk = json_value(payload)
-            if "error" in chunk:
+            if "error" in chunk:  # the chat stream's last event
                 for event in assembler.fail(chunk["error"]):
                     yield _encoded(event)
                 return
             usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or ():
-                if choice.get("index", 0) == 0:
-                    delta = choice.get("delta") or message_delta(choice.get("message") or {})
-                    for event in assembler.delta(delta):
-                        yield _encoded(event)
-                    finish_reason = choice.get("finish_reason") or finish_reason
+            for choice in chunk["choices"]:
+                for event in assembler.delta(choice["delta"]):
+                    yield _encoded(event)
+                finish_reason = choice["finish_reason"] or finish_reason
         events = assembler.finish(finish_reason, usage)
         on_finished()
     except ProxyError as error:
         logger.warning("upstream stream failed: %s", error.message)
         events = assembler.fail(error.body()["error"])
-    except ValueError:  # only an unparsed upstream's chunks can be garbled
-        message = "upstream sent a chunk that is not JSON"
-        events = assembler.fail(error_body(message, error_type=UPSTREAM_ERROR)["error"])
     except Exception:
         logger.exception("streaming response failed")
         events = assembler.fail(

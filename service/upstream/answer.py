@@ -19,6 +19,7 @@ ENVELOPE_STRINGS = ("id", "model", "system_fingerprint")
 # run for every streamed chunk.
 STRING_OR_NULL = (str, NoneType)
 OBJECT_OR_NULL = (dict, NoneType)
+CONTENT_TYPES = (str, list, NoneType)  # a whole message's content: text, text parts or null
 NUMBER = (int, float)
 
 
@@ -82,8 +83,8 @@ def chunk_choices(chunk: dict[str, Any], n: int) -> list[UpstreamChoice]:
 def checked_answer(answer: dict[str, Any], n: int) -> dict[str, Any]:
     """A whole completion, once its `choices` are sane: absent, or a list of no more than the
     `n` asked for, each an object with the `index` of one of them and a `message` that is an
-    object or null (its content may be a string, text parts or null: `content_text` reads
-    all three)."""
+    object or null, whose content is a string, text parts or null (`content_text` reads all
+    three) and whose reasoning is a string or null."""
     choices = answer.get("choices")
     if choices is None:
         return answer
@@ -93,8 +94,14 @@ def checked_answer(answer: dict[str, Any], n: int) -> dict[str, Any]:
         raise bad_chunk(f"{len(choices)} choices where {n} were asked for")
     for choice in choices:
         _index(choice, n)
-        if not isinstance(choice.get("message"), OBJECT_OR_NULL):
+        message = choice.get("message")
+        if not isinstance(message, OBJECT_OR_NULL):
             raise bad_chunk("a choice's 'message' is not an object")
+        if message and not isinstance(message.get("content"), CONTENT_TYPES):
+            raise bad_chunk("a message's 'content' is not a string or a list of parts")
+        for key in REASONING_KEYS:
+            if message and not isinstance(message.get(key), STRING_OR_NULL):
+                raise bad_chunk(f"a message's {key!r} is not a string")
         if not isinstance(choice.get("finish_reason"), STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
     return answer

@@ -110,7 +110,7 @@ class Verbatim:
         self.headers = {"content-type": "text/event-stream", **(headers or {})}
 
 
-def raw_chunk_event(*choices: dict[str, Any]) -> bytes:
+def raw_chunk_event(*choices: Any) -> bytes:
     """One event of a chunk holding exactly these choices, as they are: for `Verbatim`."""
     chunk = {
         "id": UPSTREAM_ID,

@@ -49,3 +49,59 @@ def test_whole_answer_with_a_choice_past_the_first_is_a_502(
 
     assert answer.status_code == 502
     assert answer.json()["error"]["code"] == "upstream_bad_chunk"
+
+
+CHOICE = {"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}
+MALFORMED_CHUNKS = {
+    "not-json": b"data: {not json\n\n",
+    "content-number": raw_chunk_event({**CHOICE, "delta": {"content": 42}}),
+    "reasoning-object": raw_chunk_event({**CHOICE, "delta": {"reasoning_content": {}}}),
+    "delta-string": raw_chunk_event({**CHOICE, "delta": "Hi"}),
+    "choice-null": raw_chunk_event(None),
+}
+
+
+@pytest.mark.parametrize("event", MALFORMED_CHUNKS.values(), ids=MALFORMED_CHUNKS.keys())
+def test_malformed_chunk_without_tools_fails_the_response_with_its_code(
+    upstream: ScriptedUpstream, proxy: Proxy, event: bytes
+) -> None:
+    upstream.script(Verbatim(raw_chunk_event(text_choice(0, "It is ")), event, DONE))
+
+    response = respond(proxy, True, input=QUESTION)
+
+    assert response["status"] == "failed"
+    assert response["error"]["code"] == "upstream_bad_chunk"
+
+
+def test_stream_cut_without_tools_fails_the_response(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Verbatim(raw_chunk_event(text_choice(0, "It is "))))
+
+    response = respond(proxy, True, input=QUESTION)
+
+    assert response["status"] == "failed"
+    assert response["error"]["code"] == "upstream_stream_cut"
+
+
+MALFORMED_WHOLE_CHOICES = {
+    "choice-null": None,
+    "message-string": {"message": "Hi"},
+    "content-number": {"message": {"content": 42}},
+    "reasoning-number": {"message": {"content": "Hi", "reasoning_content": 5}},
+    "finish-reason-number": {"message": {"content": "Hi"}, "finish_reason": 1},
+}
+
+
+@pytest.mark.parametrize(
+    "choice", MALFORMED_WHOLE_CHOICES.values(), ids=MALFORMED_WHOLE_CHOICES.keys()
+)
+def test_malformed_whole_answer_without_tools_is_a_502(
+    upstream: ScriptedUpstream, proxy: Proxy, choice: Any
+) -> None:
+    upstream.script(raw_completion(choice))
+
+    answer = post(proxy)
+
+    assert answer.status_code == 502
+    assert answer.json()["error"]["code"] == "upstream_bad_chunk"

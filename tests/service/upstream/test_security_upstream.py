@@ -167,7 +167,15 @@ def test_malformed_first_chunk_is_an_upstream_error_not_broken_json(
 
 
 @pytest.mark.parametrize(
-    "choices", [[None], ["text"], [{"message": "Hi"}], [{"message": {}, "finish_reason": 1}]]
+    "choices",
+    [
+        [None],
+        ["text"],
+        [{"message": "Hi"}],
+        [{"message": {}, "finish_reason": 1}],
+        [{"message": {"content": 42}}],
+        [{"message": {"content": "Hi", "reasoning_content": {}}}],
+    ],
 )
 def test_malformed_whole_answer_is_a_502(
     upstream: ScriptedUpstream, proxy: Proxy, choices: list[Any]
