@@ -29,7 +29,8 @@ DEFAULT_MAX_REQUEST_BYTES = 10 * MEBIBYTE
 # any real chunk, yet bounds what an upstream that never sends a line break costs.
 DEFAULT_UPSTREAM_MAX_LINE_BYTES = 8 * MEBIBYTE
 # A whole non-streamed answer, decompressed: room for long outputs with logprobs, while a
-# gzip bomb (200 KB inflating to 200 MB) stops here.
+# gzip bomb (200 KB inflating to 200 MB) stops here. A streamed Responses answer is held
+# whole too (its last events carry every item), so its stream is bounded the same.
 DEFAULT_UPSTREAM_MAX_BODY_BYTES = 64 * MEBIBYTE
 # Server limits, enforced before a request reaches the app. A request head (line plus
 # headers) past 64 KiB is refused: real clients send a few KiB, nginx allows 32 KiB.

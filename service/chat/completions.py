@@ -103,13 +103,23 @@ class ChatExchange:
     the upstream is abandoned if the client leaves."""
 
     def __init__(
-        self, request: Request, context: ProxyContext, chat: ChatRequest, target: Target
+        self,
+        request: Request,
+        context: ProxyContext,
+        chat: ChatRequest,
+        target: Target,
+        *,
+        held_whole: bool = False,
     ) -> None:
+        """`held_whole`: the endpoint keeps the whole answer however it streams (a Responses
+        stream ends with every item in `response.completed`), so a streamed answer is
+        bounded as a whole one is, by UPSTREAM_MAX_BODY_BYTES."""
         self._request = request
         self._context = context
         self._chat = chat
         self._target = target
         self._url = target.chat_url
+        self._held_whole = held_whole
 
     async def relay(self, body: bytes) -> Response:
         """Nothing to parse: the upstream's answer goes back byte for byte."""
@@ -189,7 +199,7 @@ class ChatExchange:
         """The upstream's streamed answer, its status already 2xx; the caller closes it."""
         headers = self._context.headers_for(self._request, self._target, relay=False)
         opening = self._context.upstream.open_stream(
-            "POST", self._url, headers=headers, content=body
+            "POST", self._url, headers=headers, content=body, held_whole=self._held_whole
         )
         return await while_connected(self._request.receive, opening)
 

@@ -56,7 +56,7 @@ async def create_response(
     record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
     target = context.router.target_for(model)
     protocol = context.router.protocol_for(target)
-    exchange = ChatExchange(request, context, chat, target)
+    exchange = ChatExchange(request, context, chat, target, held_whole=True)
     body = json_bytes(rewrite_request(chat, protocol, target.model))
     answer = await _chat_answer(exchange, chat, protocol, body)
     assembler = ResponseAssembler(asked.body, model=exchange.model_name())

@@ -120,11 +120,14 @@ class UpstreamStream:
         metrics: ProxyMetrics,
         started: float,
         limits: ReadLimits,
+        *,
+        held_whole: bool = False,
     ) -> None:
         self.response = response
         self._deadline = deadline
         self._metrics = metrics
         self._limits = limits
+        self._held_whole = held_whole
         self._started: float | None = started  # None once the duration is recorded
 
     @property
@@ -142,9 +145,15 @@ class UpstreamStream:
 
     async def data_payloads(self) -> AsyncIterator[str]:
         """The payloads of the (decoded) event stream's `data:` lines; its lines split at
-        CR, LF and CRLF only, each bounded."""
+        CR, LF and CRLF only, each bounded. A stream its reader holds whole (`held_whole`)
+        is bounded as a whole body is, by `max_body_bytes`."""
         splitter = LineSplitter(self._limits.max_line_bytes)
+        left = self._limits.max_body_bytes
         async for chunk in self._before_deadline(self.response.aiter_bytes()):
+            if self._held_whole:
+                left -= len(chunk)
+                if left < 0:
+                    raise self._too_large()
             try:
                 lines = splitter.feed(chunk)
             except ProxyError:
@@ -159,19 +168,23 @@ class UpstreamStream:
         """The whole (decoded) body; past `max_body_bytes` (a decompression bomb, a runaway
         upstream) a 502 instead. The bound is checked per decoded chunk, so memory peaks at
         the bound plus what one network read inflates to."""
-        limit = self._limits.max_body_bytes
         body = bytearray()
         async for chunk in self._before_deadline(self.response.aiter_bytes()):
             body += chunk
-            if len(body) > limit:
-                self.failed(UpstreamFailure.BAD_RESPONSE)
-                raise ProxyError(
-                    502,
-                    f"upstream body exceeds {limit} bytes",
-                    error_type=UPSTREAM_ERROR,
-                    code="upstream_body_too_large",
-                )
+            if len(body) > self._limits.max_body_bytes:
+                raise self._too_large()
         return bytes(body)
+
+    def _too_large(self) -> ProxyError:
+        """Count the body past `max_body_bytes`, and make it the client's error."""
+        self.failed(UpstreamFailure.BAD_RESPONSE)
+        limit = self._limits.max_body_bytes
+        return ProxyError(
+            502,
+            f"upstream body exceeds {limit} bytes",
+            error_type=UPSTREAM_ERROR,
+            code="upstream_body_too_large",
+        )
 
     async def _before_deadline(self, source: AsyncIterator[Item]) -> AsyncIterator[Item]:
         # The deadline wraps each read only, never a `yield`: a timeout must not fire while
@@ -276,9 +289,11 @@ class Upstream:
         headers: HeaderPairs,
         content: bytes | AsyncIterator[bytes] | None = None,
         timeout: float | None = None,
+        held_whole: bool = False,
     ) -> UpstreamStream:
         """Send the request and wait for a 2xx status; a 4xx/5xx raises with its error body.
-        `timeout` bounds the whole exchange (default: the total timeout)."""
+        `timeout` bounds the whole exchange (default: the total timeout); `held_whole`: the
+        reader keeps all of the body however it reads it (see `UpstreamStream.data_payloads`)."""
         started = time.perf_counter()
         deadline = asyncio.get_running_loop().time() + (timeout or self._total_timeout)
         request = self.client.build_request(method, url, headers=headers, content=content)
@@ -288,7 +303,9 @@ class Upstream:
         except UPSTREAM_FAILURES as exc:
             self._metrics.upstream_duration.observe(time.perf_counter() - started)
             raise self._failure(exc) from exc
-        stream = UpstreamStream(response, deadline, self._metrics, started, self._limits)
+        stream = UpstreamStream(
+            response, deadline, self._metrics, started, self._limits, held_whole=held_whole
+        )
         if response.status_code < 400:
             return stream
         stream.failed(UpstreamFailure.STATUS)

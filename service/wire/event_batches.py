@@ -13,8 +13,11 @@ from collections.abc import AsyncIterator
 from .sse import EventStream
 
 # Events queued before the producer waits for the client: a client reading slower than the
-# upstream writes holds the upstream back (as a direct stream would) past this many.
+# upstream writes holds the upstream back (as a direct stream would) past this many, or past
+# this many bytes. The byte bound is for large events (a Responses stream's last events each
+# carry the whole answer): each is written before the next is made, not all held at once.
 MAX_QUEUED_EVENTS = 256
+MAX_QUEUED_BYTES = 1024 * 1024
 
 
 async def joined_when_ready(events: EventStream) -> EventStream:
@@ -54,10 +57,13 @@ async def joined_when_ready(events: EventStream) -> EventStream:
 
 
 async def _produce(events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:
+    queued = 0  # bytes put since the queue was last seen empty
     try:
         async for event in events:
             queue.put_nowait(event)
-            if queue.qsize() >= MAX_QUEUED_EVENTS:
+            queued += len(event)
+            if queue.qsize() >= MAX_QUEUED_EVENTS or queued >= MAX_QUEUED_BYTES:
                 await queue.join()
+                queued = 0
     finally:
         queue.put_nowait(None)

@@ -1,17 +1,20 @@
-"""What a bad upstream answer does to a response: it is checked as a chat answer is, so a
-fault is a 502 in OpenAI's error shape or, once the response streams, `response.failed`
-with the fault's code, never a 500 and never a stream cut without an ending."""
+"""What a bad or oversized upstream answer does to a response: it is checked as a chat
+answer is, and a stream is bounded as a whole answer is, so a fault is a 502 in OpenAI's
+error shape or, once the response streams, `response.failed` with the fault's code, never a
+500 and never a stream cut without an ending."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from responses_client import WEATHER_FUNCTION, respond
-from servers import MODEL, Proxy
-from upstream_server import ScriptedUpstream, Verbatim, raw_chunk_event, raw_completion
+from observability import scrape
+from responses_client import WEATHER_FUNCTION, respond, text
+from servers import MODEL, Proxy, StartProxy, chat_body
+from upstream_server import Reply, ScriptedUpstream, Verbatim, raw_chunk_event, raw_completion
 
 QUESTION = "What is the weather in Paris?"
+SMALL_LIMIT = 4096
 DONE = b"data: [DONE]\n\n"
 
 
@@ -105,3 +108,21 @@ def test_malformed_whole_answer_without_tools_is_a_502(
 
     assert answer.status_code == 502
     assert answer.json()["error"]["code"] == "upstream_bad_chunk"
+
+
+def test_stream_past_the_body_limit_fails_the_response_while_a_chat_stream_goes_on(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    proxy = start_proxy(upstream_max_body_bytes=SMALL_LIMIT)
+    long_answer = Reply(*["Sunny and warm. " * 8] * (SMALL_LIMIT // 128 + 1))
+    upstream.script(long_answer, long_answer)
+
+    response = respond(proxy, True, input=QUESTION)
+    chat = proxy.chat(chat_body(stream=True))
+
+    assert response["status"] == "failed"
+    assert response["error"]["code"] == "upstream_body_too_large"
+    assert text(response), "the text before the limit is kept in the failed response"
+    assert chat.content == "".join(long_answer.chunks)
+    metrics = scrape(proxy.http)
+    assert metrics.value("toolcall_proxy_upstream_errors_total", kind="bad_response") == 1

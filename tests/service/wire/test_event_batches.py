@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
-from service.wire.event_batches import MAX_QUEUED_EVENTS, joined_when_ready
+from service.wire.event_batches import MAX_QUEUED_BYTES, MAX_QUEUED_EVENTS, joined_when_ready
 
 
 async def collected(events: AsyncGenerator[bytes, None]) -> list[bytes]:
@@ -92,6 +92,26 @@ def test_a_slow_consumer_holds_the_producer_back() -> None:
     batches = asyncio.run(scenario())
     assert b"".join(batches) == b"e\n\n" * 3 * MAX_QUEUED_EVENTS
     assert all(batch.count(b"\n\n") <= MAX_QUEUED_EVENTS for batch in batches)
+
+
+def test_large_events_are_each_written_before_the_next_is_made() -> None:
+    produced = 0
+    large = b"x" * MAX_QUEUED_BYTES + b"\n\n"
+
+    async def scenario() -> list[bytes]:
+        async def events() -> AsyncGenerator[bytes, None]:
+            nonlocal produced
+            for _ in range(3):
+                produced += 1
+                yield large
+
+        joined = joined_when_ready(events())
+        first = await anext(joined)
+        second = await anext(joined)
+        assert produced == 2, "the third was made while the second was still unwritten"
+        return [first, second, *[item async for item in joined]]
+
+    assert asyncio.run(scenario()) == [large] * 3
 
 
 def test_the_first_event_is_taken_in_the_consumers_own_task() -> None:
