@@ -15,8 +15,10 @@ from .relaxed_json import RelaxedParseBudget
 
 # Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
 MAX_WRAPPER_TAG_CHARS = 64
-# Blank lines, a tag and a fence line come before the first object; a longer start without
-# one is prose (and re-reading a growing start on every delta would not stay linear).
+# Blank lines, a tag and a fence line come before the first object, so it begins within
+# this many characters or the answer is prose (and re-reading a growing start on every delta
+# would not stay linear). Where it begins counts, not how long the first delta is: a whole
+# answer arrives as one delta.
 MAX_ANSWER_HEAD_CHARS = 1024
 _WRAPPER_OPEN = re.compile(rf"<([A-Za-z_][\w.:-]{{0,{MAX_WRAPPER_TAG_CHARS}}})>")
 _FENCE_OPEN = re.compile(r"```[\w.+-]*[ \t]*\n")
@@ -49,12 +51,10 @@ class OffProtocolAnswer:
             self._rest.append(text)
             return self._follow_json(text)
         self._head += text
-        if len(self._head) > MAX_ANSWER_HEAD_CHARS:
-            return False
         if self._find_json_start():
             assert self._json_start is not None
             return self._follow_json(self._head[self._json_start :])
-        return self._may_still_open()
+        return len(self._head) <= MAX_ANSWER_HEAD_CHARS and self._may_still_open()
 
     def calls(self, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]] | None:
         """The calls the whole answer is, or None when it is not only declared calls."""
@@ -77,7 +77,7 @@ class OffProtocolAnswer:
 
     def _find_json_start(self) -> bool:
         """Find where the JSON begins (after an optional tag and fence); False if unknown yet."""
-        text = self._head
+        text = self._head[:MAX_ANSWER_HEAD_CHARS]
         position = len(text) - len(text.lstrip())
         if text.startswith("<", position):
             if self._is_call_tag(text[position:]):

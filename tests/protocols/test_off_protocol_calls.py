@@ -9,6 +9,7 @@ import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
 from protocols import ArgumentsMode, TextDelta, get_protocol
+from protocols.off_protocol import MAX_ANSWER_HEAD_CHARS
 from protocols.parts import ToolSpec
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "Paris"}}
@@ -65,6 +66,17 @@ def test_anything_else_stays_text(
     result = run(protocol, source, chunks=chunks, mode=mode)
     assert result.calls == []
     assert result.text == source
+    check_contract(result)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_a_call_object_longer_than_the_answer_head_is_a_call(protocol: str, chunks: Chunks) -> None:
+    # Only where the object begins is bounded: a whole answer arrives as one long delta.
+    arguments = {"city": "P" * 2 * MAX_ANSWER_HEAD_CHARS}
+    source = json.dumps({"name": "get_weather", "arguments": arguments})
+    result = run(protocol, source, chunks=chunks)
+    assert result.call_values == [("get_weather", arguments)]
     check_contract(result)
 
 
