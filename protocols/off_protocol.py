@@ -1,7 +1,8 @@
 """Calls written off the protocol's format, as small models write them: the whole answer
 (modulo whitespace) is call objects `{"name": <declared tool>, "arguments": {...}}`, bare,
 in one code fence, or inside one stray tag such as `<tool_response>`. Anything else around
-them (prose before or after, an undeclared name) makes the answer text."""
+them (prose before or after, an undeclared name) makes the answer text, and it is released
+as soon as it shows: prose after the objects streams, it is not held to the end."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from .call_objects import CallObjectError, calls_in_json
 from .json_stream import JsonCallLexer
-from .relaxed_json import RelaxedParseBudget
+from .relaxed_json import RelaxedJSONError, RelaxedParseBudget, TopLevelReader
 
 # Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
 MAX_WRAPPER_TAG_CHARS = 64
@@ -25,6 +26,7 @@ _FENCE_OPEN = re.compile(r"```[\w.+-]*[ \t]*\n")
 _TAG_HEAD = re.compile(r"<(?:[A-Za-z_][\w.:-]*)?")
 _FENCE_HEAD = re.compile(r"```[\w.+-]*[ \t]*")
 _FENCE = "```"
+_SEPARATORS = re.compile(r"[\s,]*")  # between call objects, as `parse_json_values` splits them
 # Only the two keys real models use here: a bare object with other keys is more likely
 # an answer in JSON than a call.
 _ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
@@ -41,6 +43,10 @@ class OffProtocolAnswer:
         self._rest: list[str] = []  # what follows, kept in pieces: a long answer is held
         self._json_start: int | None = None  # where in `_head` the first object begins
         self._lexer = JsonCallLexer()
+        self._values = TopLevelReader()  # what lies between the objects, from the first on
+        # What may end the answer after its objects: the fence's and the tag's closings.
+        self._closing = ""
+        self._closing_seen: str | None = None  # its non-blank text so far, once it began
 
     @property
     def text(self) -> str:
@@ -79,22 +85,25 @@ class OffProtocolAnswer:
         """Find where the JSON begins (after an optional tag and fence); False if unknown yet."""
         text = self._head[:MAX_ANSWER_HEAD_CHARS]
         position = len(text) - len(text.lstrip())
+        closing = ""
         if text.startswith("<", position):
             if self._is_call_tag(text[position:]):
                 return False
             wrapper = _WRAPPER_OPEN.match(text, position)
             if wrapper is None:
                 return False
+            closing = f"</{wrapper.group(1)}>"
             position = wrapper.end()
             position += len(text[position:]) - len(text[position:].lstrip())
         if text.startswith(_FENCE, position):
             fence = _FENCE_OPEN.match(text, position)
             if fence is None:
                 return False
+            closing = _FENCE + closing
             position = fence.end()
             position += len(text[position:]) - len(text[position:].lstrip())
         if text.startswith("{", position):
-            self._json_start = position
+            self._json_start, self._closing = position, closing
             return True
         return False
 
@@ -122,9 +131,32 @@ class OffProtocolAnswer:
         return False
 
     def _follow_json(self, new: str) -> bool:
-        """False once the first object names an undeclared tool. Anything else (prose after
-        the objects, a relaxed body) is decided when the output ends."""
+        """False once the answer cannot be only declared calls: the first object names an
+        undeclared tool, or what follows the objects is more than their closing. Whether
+        the objects parse as calls (a relaxed body) is decided when the output ends."""
         lexer = self._lexer
         if lexer.healthy and lexer.name is None:
             lexer.feed(new)
-        return lexer.name is None or lexer.name in self._declared
+        if lexer.name is not None and lexer.name not in self._declared:
+            return False
+        try:
+            between = self._values.feed(new)
+        except RelaxedJSONError:
+            return False  # nested too deep for any call to be read from it
+        return all(self._may_follow(kind, token) for kind, token in between)
+
+    def _may_follow(self, kind: str, token: str) -> bool:
+        """Whether a token between the top-level values leaves the answer only calls: more
+        objects, separators and comments may come, then the closing and blanks alone (what
+        `calls` accepts; a top-level string or stray bracket is a value and no call)."""
+        if kind != "code":
+            return self._closing_seen is None and kind in ("open", "comment")
+        if self._closing_seen is None:
+            separators = _SEPARATORS.match(token)
+            assert separators is not None  # the pattern matches the empty string
+            token = token[separators.end() :]
+            if not token:
+                return True
+            self._closing_seen = ""
+        self._closing_seen += "".join(token.split())
+        return self._closing.startswith(self._closing_seen)

@@ -4,11 +4,12 @@ only call objects (bare, in one fence, in one stray tag) is calls; anything else
 from __future__ import annotations
 
 import json
+from unittest.mock import Mock
 
 import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
-from protocols import ArgumentsMode, TextDelta, get_protocol
+from protocols import ArgumentsMode, Part, TextDelta, get_protocol, off_protocol
 from protocols.off_protocol import MAX_ANSWER_HEAD_CHARS
 from protocols.parts import ToolSpec
 
@@ -23,6 +24,7 @@ CALLS = {
     "stray-tag": f"<tool_response>\n{OBJECT}\n</tool_response>",
     "stray-tag-and-fence": f"<function_call>```\n{OBJECT}\n```</function_call>",
     "relaxed": "{name: 'get_weather', arguments: {city: 'Paris'}}",
+    "commented": f"```json\n{OBJECT}, // Paris /* not Rome */\n```",
 }
 TEXT = {
     "undeclared-name": json.dumps({"name": "launch", "arguments": {}}),
@@ -98,3 +100,42 @@ def test_the_stream_holds_the_answer_until_it_is_decided(protocol: str) -> None:
     assert get_protocol(protocol).stream_parser([ToolSpec("get_weather")]).feed("Hello")
     early = get_protocol(protocol).stream_parser([ToolSpec("get_weather")])
     assert early.feed('{"name": "launch", "arguments": {')
+
+
+def _text(parts: list[Part]) -> str:
+    return "".join(part.text for part in parts if isinstance(part, TextDelta))
+
+
+WRAPPINGS = {
+    "bare": ("", ""),
+    "fenced": ("```json\n", "\n```"),
+    "stray-tag": ("<tool_response>\n", "\n</tool_response>"),
+}
+# What makes an answer that so far is call objects text, after the blanks.
+NOT_CALLS_AFTER = {
+    "prose": "\nThat was an example.",
+    "string": ' "done"',
+    "number": " 1 1 1",
+    "stray-bracket": " } more",
+    "second-closing": "\n``` more",
+}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("wrapping", WRAPPINGS.values(), ids=WRAPPINGS.keys())
+@pytest.mark.parametrize("after", NOT_CALLS_AFTER.values(), ids=NOT_CALLS_AFTER.keys())
+def test_what_follows_the_call_objects_streams_once_it_shows_they_are_text(
+    protocol: str, wrapping: tuple[str, str], after: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Held to the end, 16 MB of prose after one object was read whole in one 1 s step.
+    reads = Mock(wraps=off_protocol.calls_in_json)
+    monkeypatch.setattr(off_protocol, "calls_in_json", reads)
+    parser = get_protocol(protocol).stream_parser([ToolSpec("get_weather")])
+    opening, closing = wrapping
+    deciding = after.lstrip()
+    held = opening + OBJECT + closing + after[: len(after) - len(deciding)]
+    assert parser.feed(held) == []  # still only a call
+    assert _text(parser.feed(deciding)) == held + deciding
+    assert _text(parser.feed(" And more.")) == " And more."
+    assert _text(parser.finish()) == ""
+    reads.assert_not_called()

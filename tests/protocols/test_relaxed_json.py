@@ -1,6 +1,7 @@
 """Tests for RJSON: strict JSON, JSON5, each named repair, fences, multiple values, limits."""
 
 import contextlib
+import itertools
 import json
 from typing import Any
 
@@ -13,6 +14,8 @@ from protocols.relaxed_json import (
     REPAIRS,
     RelaxedJSONError,
     RelaxedParseBudget,
+    TopLevelReader,
+    _walk,
     parse_json_values,
     parse_relaxed_json,
     strip_code_fence,
@@ -269,3 +272,57 @@ def test_parse_relaxed_json_fails_only_with_relaxed_json_error(text: str) -> Non
 def test_parse_json_values_fails_only_with_relaxed_json_error(text: str) -> None:
     with contextlib.suppress(RelaxedJSONError):
         assert isinstance(parse_json_values(text), list)
+
+
+def _merged(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Adjacent code tokens as one: where a code run is cut does not matter."""
+    merged: list[tuple[str, str]] = []
+    for kind, text in tokens:
+        if merged and kind == merged[-1][0] == "code":
+            merged[-1] = ("code", merged[-1][1] + text)
+        else:
+            merged.append((kind, text))
+    return merged
+
+
+def _top_level_tokens_walked(text: str) -> list[tuple[str, str]]:
+    """What `_walk` (the reading `parse_json_values` splits by) finds between values."""
+    tokens, depth = [], 0
+    for token, owed in _walk(text):
+        if depth == 0:
+            kind = token.lastgroup or ""
+            opening = {"string": 1, "comment": 2}.get(kind)
+            tokens.append((kind, token[0][:opening] if opening else token[0]))
+        depth = len(owed)
+    return tokens
+
+
+@given(
+    st.text(alphabet="{}[]\"'/\\*\n ,a1", max_size=60),
+    st.lists(st.integers(min_value=0, max_value=60), max_size=8),
+)
+def test_the_top_level_reader_reads_a_stream_as_parse_json_values_reads_the_text(
+    text: str, cuts: list[int]
+) -> None:
+    text += "\n"  # a `/` at the end waits for what follows it
+    try:
+        expected: list[tuple[str, str]] | None = _merged(_top_level_tokens_walked(text))
+    except RelaxedJSONError:
+        expected = None
+    reader = TopLevelReader()
+    tokens: list[tuple[str, str]] = []
+    bounds = [0, *sorted(cut for cut in cuts if cut < len(text)), len(text)]
+    try:
+        for start, end in itertools.pairwise(bounds):
+            tokens += reader.feed(text[start:end])
+    except RelaxedJSONError:
+        assert expected is None
+        return
+    assert _merged(tokens) == expected
+
+
+def test_the_top_level_reader_refuses_what_is_nested_too_deep() -> None:
+    reader = TopLevelReader()
+    reader.feed("[" * MAX_NESTING_DEPTH + "]" * MAX_NESTING_DEPTH)
+    with pytest.raises(RelaxedJSONError, match="nested deeper"):
+        reader.feed("[" * (MAX_NESTING_DEPTH + 1))
