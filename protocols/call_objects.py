@@ -26,14 +26,14 @@ def calls_in_json(
     text: str,
     *,
     complete_only: bool,
-    budget: RelaxedParseBudget | None = None,
+    budget: RelaxedParseBudget,
     required_keys: frozenset[str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The calls `text` holds: one object, an array of them, or several objects in a row,
     maybe in a code fence. With `complete_only`, text that needs closing is rejected (the
     output was cut off, and a half-written call must not pass as a finished one). With
-    `required_keys`, an object holding none of them is no call. Relaxed reading is charged
-    to `budget`."""
+    `required_keys`, an object holding none of them is no call. Every parse is charged to
+    `budget`."""
     try:
         values = parse_json_values(
             strip_code_fence(text), complete_only=complete_only, budget=budget
@@ -53,9 +53,7 @@ def calls_in_json(
     return calls
 
 
-def call_from_object(
-    item: Any, budget: RelaxedParseBudget | None = None
-) -> tuple[str, dict[str, Any]]:
+def call_from_object(item: Any, budget: RelaxedParseBudget) -> tuple[str, dict[str, Any]]:
     """(name, arguments) from `{"name": ..., "arguments": {...}}` and the variants models
     write: other key names, arguments as a JSON string, OpenAI's `{"function": {...}}`."""
     if not isinstance(item, dict):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .relaxed_json import RelaxedJSONError, parse_relaxed_json
+from .relaxed_json import RelaxedJSONError, RelaxedParseBudget, parse_relaxed_json
 
 # How many schema levels (nesting and `$ref` hops together) coercion follows. Real tool
 # schemas are a few levels deep; the bound stops `$ref` cycles and hostile schemas from
@@ -43,22 +43,29 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 _COMBINING_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "type", "nullable"})
 
 
-def coerce_by_schema(value: Any, schema: Mapping[str, Any] | None) -> Any:
+def coerce_by_schema(
+    value: Any, schema: Mapping[str, Any] | None, budget: RelaxedParseBudget | None = None
+) -> Any:
     """`value` converted where `schema` asks for another type and the conversion is exact.
 
     Never raises and never drops data: a value that does not convert is returned as it was.
+    Strings read as JSON (an array written as text) are charged to `budget` (a default-sized
+    one of its own when none is given); past it they stay strings.
     """
     if not isinstance(schema, Mapping):
         return value
-    return _coerce(value, schema, _CoercionRun(root=schema), 0)
+    return _coerce(
+        value, schema, _CoercionRun(root=schema, budget=budget or RelaxedParseBudget()), 0
+    )
 
 
 @dataclass(slots=True)
 class _CoercionRun:
-    """One coerce_by_schema call: the schema that local `$ref`s point into, and the visits
-    it has left."""
+    """One coerce_by_schema call: the schema that local `$ref`s point into, the visits it
+    has left, and the budget its JSON reading is charged to."""
 
     root: Mapping[str, Any]
+    budget: RelaxedParseBudget
     visits_left: int = MAX_SCHEMA_VISITS
 
 
@@ -238,13 +245,13 @@ _SCALAR_COERCIONS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _parse_container(value: str, container: type) -> Any:
+def _parse_container(value: str, container: type, budget: RelaxedParseBudget) -> Any:
     """The list or dict that `value` spells in relaxed JSON, or None."""
     opener = "[" if container is list else "{"
     if not value.lstrip().startswith(opener):
         return None
     try:
-        parsed = parse_relaxed_json(value)
+        parsed = parse_relaxed_json(value, budget=budget)
     except RelaxedJSONError:
         return None
     return parsed if isinstance(parsed, container) else None
@@ -256,7 +263,7 @@ def _to_array(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: i
     if value == "":
         return []  # an empty XML element: the list has no items
     if isinstance(value, str):
-        parsed = _parse_container(value, list)
+        parsed = _parse_container(value, list, run.budget)
         value = [value] if parsed is None else parsed
     elif not isinstance(value, list):
         value = [value]  # XML writes a one-element list as a single tag
@@ -273,7 +280,7 @@ def _to_object(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: 
     if value == "":
         return {}  # an empty XML element: the object has no properties
     if isinstance(value, str):
-        parsed = _parse_container(value, dict)
+        parsed = _parse_container(value, dict, run.budget)
         value = value if parsed is None else parsed
     if not isinstance(value, dict):
         return value

@@ -75,7 +75,9 @@ class CallContext:
             tool = self.tools.get(name)
             self.complete_call(
                 name,
-                coerce_by_schema(arguments, tool.parameters) if tool else arguments,
+                coerce_by_schema(arguments, tool.parameters, self.relaxed_budget)
+                if tool
+                else arguments,
                 original if index == 0 else "",
                 streamed=streamed if index == 0 else None,
             )

@@ -14,7 +14,12 @@ from .commit_policy import dump_arguments, new_call_id
 from .json_text import json_text
 from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
 from .prompting import example_arguments, tool_declarations
-from .relaxed_json import RelaxedJSONError, parse_relaxed_json, strip_code_fence
+from .relaxed_json import (
+    RelaxedJSONError,
+    RelaxedParseBudget,
+    parse_relaxed_json,
+    strip_code_fence,
+)
 
 # Prose around the object can hold many `{`; trying each one is quadratic, so stop early.
 MAX_OBJECT_STARTS = 64
@@ -56,7 +61,8 @@ def parse_forced_call(
     Accepted: a bare object, one in a code fence or amid prose, or a call written in
     the protocol's own format."""
     fallback = default_name or "unknown"
-    name, arguments = _read_call(text, protocol, tools)
+    budget = RelaxedParseBudget()  # the answer's own, as a streamed answer has one
+    name, arguments = _read_call(text, protocol, tools, budget)
     if default_name and name not in (None, default_name):
         _report(on_error, f"the model called {name!r}, not {default_name!r}", text)
         name = None
@@ -66,20 +72,20 @@ def parse_forced_call(
     name = name or fallback
     tool = next((tool for tool in tools if tool.name == name), None)
     if tool is not None:
-        arguments = coerce_by_schema(arguments, tool.parameters)
+        arguments = coerce_by_schema(arguments, tool.parameters, budget)
     return ToolCall(new_call_id(), name, dump_arguments(arguments), arguments, text)
 
 
 def _read_call(
-    text: str, protocol: Protocol, tools: Sequence[ToolSpec]
+    text: str, protocol: Protocol, tools: Sequence[ToolSpec], budget: RelaxedParseBudget
 ) -> tuple[str | None, dict[str, Any] | None]:
     for part in protocol.parse(text, tools):
         if isinstance(part, ToolCall):
             return part.name, part.input
-    for value in _objects_in(text):
+    for value in _objects_in(text, budget):
         if any(key in value for key in NAME_KEYS):
             try:
-                return call_from_object(value)
+                return call_from_object(value, budget)
             except CallObjectError:
                 name = next((value[key] for key in NAME_KEYS if key in value), None)
                 return (name if isinstance(name, str) and name else None), None
@@ -92,14 +98,14 @@ def _read_call(
     return None, None
 
 
-def _objects_in(text: str) -> list[dict[str, Any]]:
+def _objects_in(text: str, budget: RelaxedParseBudget) -> list[dict[str, Any]]:
     """The first JSON object in `text`: the whole (fence-stripped) text, or the span from
     its first `{` to its last `}` read relaxed, else the first `{` from which a strict
-    object decodes."""
+    object decodes. Every attempt is charged to `budget`."""
     first, last = text.find("{"), text.rfind("}")
     for candidate in (strip_code_fence(text.strip()), text[first : last + 1]):
         try:
-            value = parse_relaxed_json(candidate)
+            value = parse_relaxed_json(candidate, budget=budget)
         except RelaxedJSONError:
             continue
         if isinstance(value, dict):
@@ -108,6 +114,10 @@ def _objects_in(text: str) -> list[dict[str, Any]]:
     start = text.find("{")
     for _ in range(MAX_OBJECT_STARTS):
         if start == -1:
+            break
+        try:
+            budget.spend_strict(len(text) - start)
+        except RelaxedJSONError:
             break
         try:
             value, _end = decoder.raw_decode(text, start)

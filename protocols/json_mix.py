@@ -101,7 +101,8 @@ class _JsonCall(CallScanner):
         self._tag_chars = frozenset(end_tag[:1] + start_tag[:1] + "<")
         self._body: list[str] = []
         self._held = ""
-        self._lexer = JsonCallLexer({name: tool.parameters for name, tool in ctx.tools.items()})
+        schemas = {name: tool.parameters for name, tool in ctx.tools.items()}
+        self._lexer = JsonCallLexer(schemas, ctx.relaxed_budget)
         self._sender = ArgumentSender(ctx)
 
     def consume(self, text: str) -> str | None:

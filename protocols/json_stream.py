@@ -15,6 +15,7 @@ from typing import Any
 from .call_objects import ARGUMENT_KEYS, NAME_KEYS
 from .coerce import coerce_by_schema, is_string_schema
 from .json_text import json_text
+from .relaxed_json import RelaxedParseBudget
 
 _STRING_RUN = re.compile(r'[^"\\]+')
 _BLANK_RUN = re.compile(r"[ \t\r\n]+")
@@ -104,8 +105,13 @@ class JsonCallLexer:
     'read'
     """
 
-    def __init__(self, schemas: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        budget: RelaxedParseBudget | None = None,
+    ) -> None:
         self._schemas = schemas or {}
+        self._budget = budget  # what coercing a value by its schema is charged to
         self._value_schema: Mapping[str, Any] | None = None
         self.name: str | None = None
         self.healthy = True
@@ -299,7 +305,7 @@ class JsonCallLexer:
     def _send_value(self, value: Any, out: list[str]) -> None:
         """A complete scalar argument value, coerced by its schema, as canonical JSON."""
         if self._value_schema is not None:
-            value = coerce_by_schema(value, self._value_schema)
+            value = coerce_by_schema(value, self._value_schema, self._budget)
         out.append(json_text(value))
 
     def _begin_string(self, kind: int) -> None:

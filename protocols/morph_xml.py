@@ -188,7 +188,7 @@ class _MorphXmlParser(TagStreamParser):
         tool = self._ctx.tools[name]
         attributes = _attribute_arguments(open_tag, tool)
         if open_tag.endswith("/>"):
-            arguments = coerce_by_schema(attributes, tool.parameters)
+            arguments = coerce_by_schema(attributes, tool.parameters, self._ctx.relaxed_budget)
             self._ctx.complete_call(name, arguments, open_tag)
             return None
         body_tags = self._body_tags.get(name)
@@ -247,7 +247,9 @@ class _MorphCall(CallScanner):
         self._body: list[str] = []
         self._held = ""
         streams = ctx.mode is ArgumentsMode.INCREMENTAL and not attributes
-        self._arguments = XmlArgumentStream(tool.parameters, tool.name) if streams else None
+        self._arguments = (
+            XmlArgumentStream(tool.parameters, tool.name, ctx.relaxed_budget) if streams else None
+        )
         self._sender = ArgumentSender(ctx)
 
     def consume(self, text: str) -> str | None:
@@ -341,7 +343,9 @@ class _MorphCall(CallScanner):
         stream = self._arguments
         try:
             children = parse_xml_arguments(body, schema, stream.parsed_values if stream else None)
-            arguments = coerce_by_schema(self._with_attributes(children, original), schema)
+            arguments = coerce_by_schema(
+                self._with_attributes(children, original), schema, ctx.relaxed_budget
+            )
         except RelaxedXMLError as error:
             if not reject_invalid:
                 return False

@@ -278,7 +278,7 @@ class _QwenCall(CallScanner):
             self._send('"')
             return
         # Coerced within the whole schema, so `$ref`s resolve as in the final coercion.
-        coerced = coerce_by_schema({self._key: value}, self._schema)
+        coerced = coerce_by_schema({self._key: value}, self._schema, self._ctx.relaxed_budget)
         if isinstance(coerced, dict) and self._key in coerced:
             self._send_member(self._key, json_text(coerced[self._key]))
         else:
@@ -308,6 +308,6 @@ class _QwenCall(CallScanner):
         if self._sender.call is None and not ctx.accepts(self._name):
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {self._name}", original)
             return
-        coerced = coerce_by_schema(self._values, self._schema)
+        coerced = coerce_by_schema(self._values, self._schema, ctx.relaxed_budget)
         arguments = coerced if isinstance(coerced, dict) else self._values
         ctx.complete_call(self._name, arguments, original, streamed=self._sender.call)

@@ -17,11 +17,18 @@ import pyjson5
 MAX_NESTING_DEPTH = 128
 
 # Characters one response may send through the relaxed path (repairs, then JSON5), which
-# runs on the event loop. That path costs ~0.3 µs per character (bench/parsers.py, worst
-# case), so this bounds a response's relaxed work to ~0.3 s of CPU however it is written,
-# while a response holding a 200 KB file write that needs repair still fits five times over.
-# Strict JSON is not counted: it runs in C at a fraction of that cost.
+# runs on the event loop. That path costs ~0.3 µs per character (bench/parsers.py; up to
+# ~1 µs for text that needs every repair), so this bounds a response's relaxed work to
+# ~0.3-1 s of CPU however it is written, while a response holding a 200 KB file write that
+# needs repair still fits five times over.
 RELAXED_PARSE_BUDGET_CHARS = 1_000_000
+# Strict parses are charged to the same budget, in the same characters, at what they cost
+# beside the relaxed path: each parse's fixed cost (~1.5 µs of Python around `json.loads`; a
+# million one-character values took seconds) as a few characters, and each character as a
+# fraction of one (structure-heavy strict JSON costs ~0.1 µs per character, a string-heavy
+# file write a hundredth of that). A 4 MB strict file write takes half the budget.
+PARSE_CHARGE_CHARS = 8
+STRICT_CHARS_PER_CHARGED_CHAR = 8
 
 
 class RelaxedJSONError(ValueError):
@@ -29,20 +36,29 @@ class RelaxedJSONError(ValueError):
 
 
 class RelaxedParseBudget:
-    """What is left of one response's relaxed-parse budget, in characters."""
+    """What is left of one response's parse budget, in characters of relaxed parsing
+    (strict parses are charged what they cost in those: see PARSE_CHARGE_CHARS)."""
 
     __slots__ = ("remaining",)
 
     def __init__(self, chars: int = RELAXED_PARSE_BUDGET_CHARS) -> None:
         self.remaining = chars
 
-    def spend(self, text: str) -> None:
-        if len(text) > self.remaining:
+    def spend_strict(self, chars: int) -> None:
+        """Charge a strict parse of `chars` characters, or raise RelaxedJSONError."""
+        self._spend(PARSE_CHARGE_CHARS + chars // STRICT_CHARS_PER_CHARGED_CHAR, "read")
+
+    def spend_relaxed(self, chars: int) -> None:
+        """Charge a relaxed parse of `chars` characters, or raise RelaxedJSONError."""
+        self._spend(chars, "repair")
+
+    def _spend(self, chars: int, what: str) -> None:
+        if chars > self.remaining:
             raise RelaxedJSONError(
-                "not strict JSON, and this response's relaxed-parse budget"
-                f" ({self.remaining} characters left) is too small to repair it"
+                f"this response's parse budget ({self.remaining} characters left)"
+                f" is too small to {what} it"
             )
-        self.remaining -= len(text)
+        self.remaining -= chars
 
 
 # The one string-aware scanner. Every character belongs to exactly one token, so joining
@@ -265,17 +281,19 @@ def parse_relaxed_json(
 
     Tried in order: strict `json`; each repair in `REPAIRS`, cumulatively, parsed strictly;
     then JSON5 on the text as written and on the fully repaired text. With `complete_only`,
-    a value cut off before its end is rejected instead of closed. Text that is not strict
-    JSON is charged to `budget`, and refused when it does not fit.
+    a value cut off before its end is rejected instead of closed. The parse is charged to
+    `budget` (a default-sized one of its own when none is given), strict reading and
+    relaxed reading each, and refused when it does not fit.
     """
+    budget = budget or RelaxedParseBudget()
     text = strip_code_fence(text)
     _check_nesting(text)
+    budget.spend_strict(len(text))
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as error:
         strict_error = str(error)
-    if budget is not None:
-        budget.spend(text)
+    budget.spend_relaxed(len(text))
     repaired = text
     applied: list[str] = []
     for name, repair in _REPAIRS_FOR_COMPLETE_TEXT if complete_only else REPAIRS:
@@ -299,7 +317,7 @@ def parse_relaxed_json(
     )
 
 
-_SEPARATORS = re.compile(r"[\s,]+")
+_WORD = re.compile(r"[^\s,]+")  # a value written as code, between separators
 
 
 class TopLevelReader:
@@ -426,7 +444,8 @@ def _split_values(text: str) -> Iterator[str]:
         elif kind == "open":
             value_start = token.start()
         elif kind == "code":
-            yield from filter(None, _SEPARATORS.split(token[0]))
+            # One by one: the parses stop at the budget, the words need not all be cut first.
+            yield from (word[0] for word in _WORD.finditer(token[0]))
         elif kind != "comment":
             yield token[0]  # a string, or a stray closer for the parser to reject
     if value_start is not None:
@@ -439,8 +458,9 @@ def parse_json_values(
     """Every JSON value in `text` (`{..}{..}`, one per line, comma-separated), each relaxed.
 
     Raises RelaxedJSONError when any part fails to parse (with `complete_only`, when the last
-    one is cut off) or there is no value at all.
+    one is cut off) or there is no value at all. All the parses are charged to one budget.
     """
+    budget = budget or RelaxedParseBudget()
     values = [
         parse_relaxed_json(source, complete_only=complete_only, budget=budget)
         for source in _split_values(strip_code_fence(text))

@@ -11,6 +11,7 @@ from typing import Any
 from .coerce import coerce_by_schema, declared_types, is_string_schema
 from .json_stream import canonical_string
 from .json_text import json_text
+from .relaxed_json import RelaxedParseBudget
 from .relaxed_xml import RelaxedXMLError, ValueLayout, parse_xml_value
 from .streaming import partial_token_start, unclosed_tag_start
 
@@ -42,8 +43,11 @@ class XmlArgumentStream:
     (a repeated tag, an array, markup inside a non-string value) stops it; the call's
     arguments are then completed from the final parse."""
 
-    def __init__(self, schema: Mapping[str, Any], tool_name: str) -> None:
+    def __init__(
+        self, schema: Mapping[str, Any], tool_name: str, budget: RelaxedParseBudget
+    ) -> None:
         self._tool_name = tool_name
+        self._budget = budget  # what coercing a value by its schema is charged to
         properties = schema.get("properties")
         self._properties: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
         self.healthy = True
@@ -191,4 +195,4 @@ class XmlArgumentStream:
             self.healthy = False
             return
         self.parsed_values[key, inner] = value
-        out.append(json_text(coerce_by_schema(value, schema)))
+        out.append(json_text(coerce_by_schema(value, schema, self._budget)))

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.coerce import MAX_SCHEMA_DEPTH, MAX_SCHEMA_VISITS, coerce_by_schema
+from protocols.relaxed_json import RELAXED_PARSE_BUDGET_CHARS, RelaxedParseBudget
 
 
 @pytest.mark.parametrize(
@@ -278,6 +279,16 @@ def test_values_past_the_visit_budget_are_left_as_parsed() -> None:
     assert coerced[0] == 1
     assert coerced[-1] == "1"
     assert len(coerced) == MAX_SCHEMA_VISITS + 10
+
+
+def test_strings_read_as_json_are_charged_to_the_budget_and_kept_whole_past_it() -> None:
+    # Each branch may read the same string again: a hostile schema multiplies the reading.
+    schema = {"anyOf": [{"type": "array", "items": {"type": "integer"}}] * 3}
+    budget = RelaxedParseBudget()
+    assert coerce_by_schema("[1, 2,]", schema, budget) == [1, 2]
+    assert budget.remaining < RELAXED_PARSE_BUDGET_CHARS
+    # Not read, the string is kept whole, as the one item of the list (XML's one-item list).
+    assert coerce_by_schema("[1, 2,]", schema, RelaxedParseBudget(0)) == ["[1, 2,]"]
 
 
 @pytest.mark.parametrize(

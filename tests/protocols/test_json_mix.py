@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 from parser_harness import (
@@ -30,6 +31,12 @@ from protocols import (
     ToolCallStart,
     UnknownTools,
     get_protocol,
+    relaxed_json,
+)
+from protocols.relaxed_json import (
+    PARSE_CHARGE_CHARS,
+    RELAXED_PARSE_BUDGET_CHARS,
+    STRICT_CHARS_PER_CHARGED_CHAR,
 )
 
 JSON_MIX = "json-mix"
@@ -41,6 +48,10 @@ UNCLOSED_CALL = CALL.removesuffix("</tool_call>")
 CUT_OFF_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Par'
 
 Calls = list[tuple[str, Any]]
+
+
+def _strict_charge(chars: int) -> int:
+    return PARSE_CHARGE_CHARS + chars // STRICT_CHARS_PER_CHARGED_CHAR
 
 
 def _body(body: str) -> str:
@@ -492,16 +503,34 @@ def test_large_write_file_content_streams_in_manyfragments() -> None:
 def test_relaxed_calls_past_the_response_budget_stay_text(mode: ArgumentsMode) -> None:
     relaxed = "<tool_call>{name: 'get_weather', arguments: {city: 'Paris'}}</tool_call>"
     body_chars = len(relaxed) - len("<tool_call></tool_call>")
+    strict_chars = len(CALL) - len("<tool_call></tool_call>")
+    # Each body is read strictly first; the relaxed one then once more, relaxed.
+    fits_one_relaxed = 2 * _strict_charge(body_chars) + body_chars + _strict_charge(strict_chars)
     errors: list[ParseError] = []
     parser = get_protocol(JSON_MIX).stream_parser(
-        TOOLS, on_error=errors.append, mode=mode, relaxed_parse_budget_chars=body_chars
+        TOOLS, on_error=errors.append, mode=mode, relaxed_parse_budget_chars=fits_one_relaxed
     )
     parts = parser.feed(relaxed + CALL + relaxed) + parser.finish()
     calls = [(part.name, part.input) for part in parts if isinstance(part, ToolCall)]
-    assert calls == [WEATHER, WEATHER]  # strict JSON costs nothing
+    assert calls == [WEATHER, WEATHER]
     assert "".join(part.text for part in parts if isinstance(part, TextDelta)) == relaxed
     assert [error.kind for error in errors] == [ErrorKind.MALFORMED_JSON]
     assert "budget" in errors[0].message
+
+
+def test_values_after_a_call_object_are_read_only_as_far_as_the_budget_goes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A call object followed by a million bare `1`s cost 3 s: strict parses were free.
+    parses = Mock(wraps=json.loads)
+    monkeypatch.setattr(relaxed_json.json, "loads", parses)
+    source = _body(json.dumps({"name": "get_weather", "arguments": PARIS}) + " 1" * 200_000)
+    errors: list[ParseError] = []
+    parts = get_protocol(JSON_MIX).parse(source, TOOLS, on_error=errors.append)
+    assert "".join(part.text for part in parts if isinstance(part, TextDelta)) == source
+    assert [error.kind for error in errors] == [ErrorKind.MALFORMED_JSON]
+    assert "budget" in errors[0].message
+    assert parses.call_count <= RELAXED_PARSE_BUDGET_CHARS // PARSE_CHARGE_CHARS
 
 
 @pytest.mark.parametrize("mode", MODES)

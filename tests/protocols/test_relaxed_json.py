@@ -4,14 +4,19 @@ import contextlib
 import itertools
 import json
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from protocols import relaxed_json
 from protocols.relaxed_json import (
     MAX_NESTING_DEPTH,
+    PARSE_CHARGE_CHARS,
+    RELAXED_PARSE_BUDGET_CHARS,
     REPAIRS,
+    STRICT_CHARS_PER_CHARGED_CHAR,
     RelaxedJSONError,
     RelaxedParseBudget,
     TopLevelReader,
@@ -184,17 +189,38 @@ def test_large_json5_text_parses() -> None:
     assert parse_relaxed_json(text) == {"data": numbers, "note": "x"}
 
 
-def test_relaxed_parsing_is_charged_to_the_budget_and_refused_past_it() -> None:
-    relaxed = "{a: 'x'}"
-    budget = RelaxedParseBudget(2 * len(relaxed))
+def _strict_charge(text: str) -> int:
+    return PARSE_CHARGE_CHARS + len(text) // STRICT_CHARS_PER_CHARGED_CHAR
+
+
+def test_every_parse_is_charged_to_the_budget_and_refused_past_it() -> None:
+    relaxed, strict = "{a: 'x'}", '{"strict": 1}'
+    relaxed_charge = _strict_charge(relaxed) + len(relaxed)  # tried strictly first
+    budget = RelaxedParseBudget(relaxed_charge + 2 * _strict_charge(strict))
     assert parse_relaxed_json(relaxed, budget=budget) == {"a": "x"}
-    assert budget.remaining == len(relaxed)
-    assert parse_relaxed_json('{"strict": 1}', budget=budget) == {"strict": 1}
-    assert budget.remaining == len(relaxed)  # strict JSON costs nothing
-    assert parse_relaxed_json(relaxed, budget=budget) == {"a": "x"}
+    assert parse_relaxed_json(strict, budget=budget) == {"strict": 1}
+    assert budget.remaining == _strict_charge(strict)
+    with pytest.raises(RelaxedJSONError, match="too small to repair"):
+        parse_relaxed_json(relaxed, budget=budget)  # its strict try fits, its repair not
+    with pytest.raises(RelaxedJSONError, match="too small to read"):
+        parse_relaxed_json(strict, budget=budget)
+
+
+def test_strict_parses_are_charged_so_a_million_values_cannot_be_read_for_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A million bare `1`s cost seconds: each strict parse was free, and each has a fixed cost.
+    parses = Mock(wraps=json.loads)
+    monkeypatch.setattr(relaxed_json.json, "loads", parses)
     with pytest.raises(RelaxedJSONError, match="budget"):
-        parse_relaxed_json(relaxed, budget=budget)
-    assert parse_relaxed_json('{"strict": 2}', budget=budget) == {"strict": 2}
+        parse_json_values("1 " * 1_000_000, budget=RelaxedParseBudget())
+    assert parses.call_count == RELAXED_PARSE_BUDGET_CHARS // _strict_charge("1")
+
+
+def test_a_parse_without_a_budget_gets_a_default_one() -> None:
+    too_long = "[" + "1," * RELAXED_PARSE_BUDGET_CHARS + "]"  # needs a repair: the comma
+    with pytest.raises(RelaxedJSONError, match="budget"):
+        parse_relaxed_json(too_long)
 
 
 def test_parse_json_values_charges_every_value_to_one_budget() -> None:
