@@ -20,7 +20,7 @@ from .parts import (
     ToolSpec,
 )
 from .registry import UnknownProtocolError, get_protocol, protocol_names
-from .relaxed_json import parse_relaxed_json
+from .relaxed_json import RelaxedParseBudget, parse_relaxed_json
 
 __all__ = [
     "SMALL_CALL_CHARS",
@@ -30,6 +30,7 @@ __all__ = [
     "ParseError",
     "Part",
     "Protocol",
+    "RelaxedParseBudget",
     "Segment",
     "StreamParser",
     "TextDelta",

@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from protocols import Protocol, ToolSpec, parse_relaxed_json, render_forced_call_prompt
+from protocols import (
+    Protocol,
+    RelaxedParseBudget,
+    ToolSpec,
+    parse_relaxed_json,
+    render_forced_call_prompt,
+)
 
 from .request import PART_SEPARATOR, TEXT_PART_TYPES, ChatRequest, ChoiceMode, content_text
 
@@ -69,6 +75,9 @@ def offered_tools(request: ChatRequest) -> list[ToolSpec]:
 def render_history(messages: Sequence[dict[str, Any]], protocol: Protocol) -> list[dict[str, Any]]:
     """Messages with assistant tool calls as assistant text and each run of consecutive tool
     results as one user message, both written in `protocol`; others untouched."""
+    # Reading the calls' arguments is charged to one budget per request, as a response's
+    # parsing is: 1 MB of JSON5 arguments took seconds, again on every continuation.
+    budget = RelaxedParseBudget()
     rendered: list[dict[str, Any]] = []
     call_names: dict[str, str] = {}
     results: list[dict[str, Any]] = []
@@ -80,7 +89,7 @@ def render_history(messages: Sequence[dict[str, Any]], protocol: Protocol) -> li
             rendered.append(_results_message(results, call_names, protocol))
             results = []
         if _is_tool_history(message):
-            rendered.append(_assistant_message(message, call_names, protocol))
+            rendered.append(_assistant_message(message, call_names, protocol, budget))
         else:
             rendered.append(message)
     if results:
@@ -97,7 +106,10 @@ def _is_tool_history(message: dict[str, Any]) -> bool:
 
 
 def _assistant_message(
-    message: dict[str, Any], call_names: dict[str, str], protocol: Protocol
+    message: dict[str, Any],
+    call_names: dict[str, str],
+    protocol: Protocol,
+    budget: RelaxedParseBudget,
 ) -> dict[str, Any]:
     """The assistant's own text followed by each of its calls as the model would write it."""
     calls = message.get("tool_calls") or []
@@ -111,7 +123,8 @@ def _assistant_message(
         name = str(function.get("name") or UNKNOWN_TOOL_NAME)
         if isinstance(call.get("id"), str):
             call_names[call["id"]] = name
-        sections.append(protocol.render_call(name, _call_arguments(function.get("arguments"))))
+        arguments = _call_arguments(function.get("arguments"), budget)
+        sections.append(protocol.render_call(name, arguments))
     rewritten = {
         key: value for key, value in message.items() if key not in {"tool_calls", "function_call"}
     }
@@ -119,13 +132,13 @@ def _assistant_message(
     return rewritten
 
 
-def _call_arguments(arguments: Any) -> Any:
+def _call_arguments(arguments: Any, budget: RelaxedParseBudget) -> Any:
     """A call's arguments as an object; clients send (and re-serialise) a JSON string."""
     if not isinstance(arguments, str):
         return {} if arguments is None else arguments
     try:
-        return parse_relaxed_json(arguments)
-    except ValueError:
+        return parse_relaxed_json(arguments, budget=budget)
+    except ValueError:  # not JSON, or past the budget
         return arguments  # rendered as written: the model sees what it once produced
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest.mock import Mock
 
+import pyjson5
 import pytest
 
-from protocols import ToolSpec, get_protocol
-from service.chat.request import parse_chat_request
+from protocols import ToolSpec, get_protocol, relaxed_json
+from protocols.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
+from service.chat.request import PART_SEPARATOR, parse_chat_request
 from service.chat.rewrite import needs_rewrite, rewrite_request
 from service.wire.errors import ProxyError
 
@@ -84,6 +87,29 @@ def test_call_arguments_are_read_leniently_and_kept_as_written_when_unreadable()
 
     assert lenient.endswith(PROTOCOL.render_call("get_weather", {"city": "Rome"}))
     assert as_written.endswith(PROTOCOL.render_call("get_weather", "{{{"))
+
+
+def test_reading_the_history_stops_at_the_request_parse_budget_leaving_the_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 1 MB of JSON5 arguments in a history took seconds to read, again on every continuation.
+    json5_reads = Mock(wraps=pyjson5.loads)
+    monkeypatch.setattr(relaxed_json.pyjson5, "loads", json5_reads)
+    arguments = "{" + ", ".join(f"k{index}: {index}" for index in range(40_000)) + "}"
+    # One such read fits the budget, two do not.
+    assert RELAXED_PARSE_BUDGET_CHARS // 2 < len(arguments) < RELAXED_PARSE_BUDGET_CHARS * 3 // 4
+    calls = [
+        {"id": f"call_{n}", "type": "function", "function": {"name": "f", "arguments": arguments}}
+        for n in (1, 2)
+    ]
+    history = {"role": "assistant", "content": None, "tool_calls": calls}
+
+    sent = rewritten(messages=[QUESTION, history])["messages"][1]["content"]
+
+    read = PROTOCOL.render_call("f", {f"k{index}": index for index in range(40_000)})
+    as_written = PROTOCOL.render_call("f", arguments)  # past the budget: not read
+    assert sent == PART_SEPARATOR.join([read, as_written])
+    assert json5_reads.call_count == 1
 
 
 def test_consecutive_results_become_one_user_message_named_after_their_calls() -> None:
