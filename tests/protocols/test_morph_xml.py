@@ -5,9 +5,13 @@ trim, CDATA, cut-off calls, and arguments streamed while a call is still being w
 from __future__ import annotations
 
 import re
+from re import _constants as re_constants
+from re import _parser as re_parser
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lxml import etree
 from parser_harness import (
     CHUNKINGS,
@@ -31,6 +35,7 @@ from protocols import (
     ToolSpec,
     get_protocol,
 )
+from protocols.morph_xml import MAX_NAME_TRIE_DEPTH, names_pattern
 
 MORPH_XML = "morph-xml"
 PARIS = {"city": "Paris"}
@@ -608,3 +613,83 @@ def test_the_same_text_under_two_schemas_is_parsed_under_each() -> None:
         (call.name, call.input) for call in whole if isinstance(call, ToolCall)
     ]
     check_contract(streamed)
+
+
+MANY_TOOLS = [ToolSpec(f"tool_{index:04d}") for index in range(3000)]
+
+
+def _widest_alternation(pattern: str) -> int:
+    """The most branches the regex engine tries one after another at one point of
+    `pattern` (its own parser's reading: shared prefixes factored out, single characters
+    made a set)."""
+    widest, pending = 0, [re_parser.parse(pattern)]
+    while pending:
+        for op, argument in pending.pop():
+            if op is re_constants.BRANCH:
+                widest = max(widest, len(argument[1]))
+                pending.extend(argument[1])
+            elif op in (re_constants.SUBPATTERN, re_constants.MAX_REPEAT, re_constants.MIN_REPEAT):
+                pending.append(argument[-1])
+    return widest
+
+
+def test_finding_a_tool_tag_tries_the_next_characters_not_every_tool_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With 3,000 declared tools, each `<` of 600 KB of `<tool_0001` cost 3,000 tries: 10 s.
+    compiled: list[str] = []
+    compile_pattern = re.compile
+
+    def recording_compile(pattern: Any, flags: int = 0) -> re.Pattern[Any]:
+        compiled.append(pattern)
+        return compile_pattern(pattern, flags)
+
+    monkeypatch.setattr(re, "compile", recording_compile)
+    parser = get_protocol(MORPH_XML).stream_parser(MANY_TOOLS)
+    monkeypatch.undo()
+    assert compiled
+    assert max(map(_widest_alternation, compiled)) <= len("0123456789")
+    parts = parser.feed("<tool_0001" * 1000 + "<tool_2999>\n</tool_2999>") + parser.finish()
+    assert [part.name for part in parts if isinstance(part, ToolCall)] == ["tool_2999"]
+
+
+class _CountedName(str):
+    """A tool name that counts how often a partial tag is compared with it."""
+
+    comparisons = 0
+
+    def startswith(self, *args: Any) -> bool:
+        _CountedName.comparisons += 1
+        return super().startswith(*args)
+
+
+def test_a_partial_tool_tag_is_looked_up_not_compared_with_every_tool_name() -> None:
+    tools = [ToolSpec(_CountedName(tool.name)) for tool in MANY_TOOLS]
+    parser = get_protocol(MORPH_XML).stream_parser(tools)
+    assert parser.feed("Hi ")
+    _CountedName.comparisons = 0
+    partial_tag = "<tool_299"  # only the last names declared begin with it
+    held = [parser.feed(char) for char in partial_tag]
+    assert held == [[]] * len(partial_tag)  # each still may become a tool's tag
+    assert _CountedName.comparisons <= len(partial_tag)
+
+
+@given(
+    names=st.lists(st.text(alphabet="ab.(*", min_size=1, max_size=4), min_size=1, max_size=8),
+    text=st.text(alphabet="ab.(*<> ", max_size=30),
+)
+def test_the_names_pattern_finds_what_an_alternation_longest_first_finds(
+    names: list[str], text: str
+) -> None:
+    alternation = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    expected = [m.span(1) for m in re.finditer(rf"<({alternation})(?:\s[^>]*)?>", text)]
+    found = [m.span(1) for m in re.finditer(rf"<({names_pattern(names)})(?:\s[^>]*)?>", text)]
+    assert found == expected
+
+
+def test_names_sharing_a_long_path_nest_the_pattern_no_deeper_than_its_bound() -> None:
+    names = ["a" * length for length in range(1, 3 * MAX_NAME_TRIE_DEPTH)]
+    pattern = re.compile(names_pattern(names))
+    assert [pattern.fullmatch(name) is not None for name in names] == [True] * len(names)
+    longest = pattern.match("a" * 500)
+    assert longest is not None and longest.end() == len(names[-1])
