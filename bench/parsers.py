@@ -100,10 +100,13 @@ def hostile_outputs(protocol: str) -> dict[str, str]:
     numbers = ", ".join(f"{i}.5" for i in range(4_000))  # a ~20 KB call
     relaxed = "<tool_call>{name: 'write_to_file', arguments: {path: 'a', content: [%s]}}"
     count = STALL_INPUT_CHARS // len(numbers)
+    call_object = '{"name": "read_file", "arguments": {"path": "a"}}'  # off the protocol
     return {
         "relaxed JSON calls": (relaxed % numbers + "</tool_call>\n") * count,
         "one relaxed call": relaxed % ", ".join([numbers] * count) + "</tool_call>",
         "'<' storm": "<" * STALL_INPUT_CHARS,
+        "call object, then prose": call_object + "\n" + prose(STALL_INPUT_CHARS),
+        "call object, then 1 1 1": call_object + " 1" * (STALL_INPUT_CHARS // 2),
         "number-array argument": get_protocol(protocol).render_call(
             "write_to_file", {"path": "a", "content": list(range(STALL_INPUT_CHARS // 6))}
         ),
@@ -139,6 +142,11 @@ def hostile_structures() -> dict[str, tuple[str, str]]:
     }
 
 
+# Many declared tools (MCP servers bring hundreds), and text full of one name's prefix.
+MANY_TOOLS = [ToolSpec(f"tool_{i:04d}") for i in range(3000)]
+MANY_TOOLS_STORM = "<tool_0001" * (STALL_INPUT_CHARS // len("<tool_0001"))
+
+
 def longest_stall(protocol: str, text: str, step: int, tools: list[ToolSpec] = TOOLS) -> float:
     """Seconds of the longest single feed or finish over `text` in `step`-character deltas."""
     parser = get_protocol(protocol).stream_parser(tools)
@@ -160,6 +168,7 @@ def stall_report() -> None:
             stall_row(protocol, label, text, TOOLS)
     for label, (protocol, text) in hostile_structures().items():
         stall_row(protocol, label, text, [OBJECT_TOOL])
+    stall_row("morph-xml", "3,000 tools, '<name' storm", MANY_TOOLS_STORM, MANY_TOOLS)
 
 
 def stall_row(protocol: str, label: str, text: str, tools: list[ToolSpec]) -> None:
