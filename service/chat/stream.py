@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
+
+import anyio
 
 from ..observability import UpstreamFailure
 from ..upstream import (
@@ -152,9 +153,15 @@ async def stream_completion(
 
 async def _release_after_done(payloads: AsyncIterator[str], stream: UpstreamStream) -> None:
     """Whatever follows [DONE] dropped, then the stream closed. Read to its end, the upstream
-    connection serves the next request; closed before, the next request opens a new one."""
-    with contextlib.suppress(TimeoutError, ProxyError):  # the answer is whole already
-        async with asyncio.timeout(AFTER_DONE_READ_SECONDS):
+    connection serves the next request; closed before, the next request opens a new one.
+
+    The limit is an anyio cancel scope, never `asyncio.timeout`: reading the body to its end
+    also closes the response, and httpcore hands the connection back to its pool in code
+    shielded by anyio only. A native cancellation landing there (on a starved loop the
+    50 ms pass right then) leaves the connection checked out for good; an anyio one waits
+    for the shielded close to finish (see `upstream.deadline_scope`)."""
+    with contextlib.suppress(ProxyError):  # the answer is whole already
+        with anyio.move_on_after(AFTER_DONE_READ_SECONDS):
             async for _ in payloads:
                 pass
     await stream.aclose()

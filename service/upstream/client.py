@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -40,6 +41,23 @@ OPENAI_API_SEGMENT = "v1"
 NOT_FOUND = 404
 
 logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def deadline_scope(deadline: float) -> Iterator[None]:
+    """`asyncio.timeout_at(deadline)` (`deadline` on the loop's clock), as an anyio cancel
+    scope: TimeoutError once it passes.
+
+    Every cancellation that can land inside httpx must be anyio's. httpcore gives a
+    connection back to its pool (after a response ends or fails, or a connect is abandoned)
+    in code shielded by anyio cancel scopes; a native asyncio cancellation (`task.cancel()`,
+    `asyncio.timeout`) ignores those shields, and one landing at their awaits leaves the
+    connection checked out of the pool for good, its socket open. Under CPU contention that
+    is where timers and departing clients land, until the pool is empty and every request
+    waits for a connection that never comes back. An anyio cancellation is held back until
+    the shielded code is done."""
+    with anyio.fail_after(deadline - anyio.current_time()):
+        yield
 
 
 def missing_v1_hint(status: int, url: str) -> str | None:
@@ -199,7 +217,7 @@ class UpstreamStream:
                     if read_timeout is not None and self._deadline - loop.time() > read_timeout:
                         item = await anext(source)
                     else:
-                        async with asyncio.timeout_at(self._deadline):
+                        with deadline_scope(self._deadline):
                             item = await anext(source)
                 except StopAsyncIteration:
                     await self.aclose()  # read to its end: done now, not when the owner is
@@ -298,7 +316,7 @@ class Upstream:
         deadline = asyncio.get_running_loop().time() + (timeout or self._total_timeout)
         request = self.client.build_request(method, url, headers=headers, content=content)
         try:
-            async with asyncio.timeout_at(deadline):
+            with deadline_scope(deadline):
                 response = await self.client.send(request, stream=True)
         except UPSTREAM_FAILURES as exc:
             self._metrics.upstream_duration.observe(time.perf_counter() - started)
@@ -310,7 +328,7 @@ class Upstream:
             return stream
         stream.failed(UpstreamFailure.STATUS)
         try:
-            async with asyncio.timeout_at(deadline):
+            with deadline_scope(deadline):
                 error_bytes = await _read_prefix(stream.response, MAX_ERROR_BODY_BYTES)
         except TimeoutError:
             error_bytes = b""

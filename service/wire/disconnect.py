@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
+import anyio
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive
 
@@ -18,28 +19,26 @@ async def while_connected(receive: Receive, work: Awaitable[Result]) -> Result:
     upstream request) and `ClientDisconnect` raised. Only once the request body has been
     read: the watch consumes the client's ASGI messages.
 
-    `work` runs in the caller's task and the watch cancels that task: a task group would
-    spawn `work` too and wait for the cancelled watch to end, costing every request a task
-    and a loop turn more than this.
+    `work` runs in the caller's task, inside a cancel scope the watch cancels: a task group
+    would spawn `work` too and wait for the cancelled watch to end, costing every request a
+    task and a loop turn more than this. The scope is anyio's, never `handler.cancel()`:
+    `work` talks to httpx, whose pool gives connections back in code shielded by anyio
+    scopes only; a native cancellation landing there (the client leaving just as a
+    connection is opened or a body closed) leaves the connection checked out for good.
 
     >>> answer = await while_connected(request.receive, upstream.request_json("POST", ...))
     """
-    handler = asyncio.current_task()
-    assert handler is not None  # always inside a task under an ASGI server
-    watch = asyncio.create_task(_cancel_when_gone(receive, handler))
-    try:
-        return await work
-    except asyncio.CancelledError:
-        # Our own cancellation (the watch ended by cancelling us) becomes the disconnect;
-        # `uncancel` tells whether anyone else cancelled the handler too.
-        if watch.done() and not watch.cancelled() and handler.uncancel() == 0:
-            raise ClientDisconnect() from None
-        raise
-    finally:
-        watch.cancel()
+    with anyio.CancelScope() as scope:
+        watch = asyncio.create_task(_cancel_when_gone(receive, scope))
+        try:
+            return await work
+        finally:
+            watch.cancel()
+    # Only our own cancellation ends up here (the scope swallows no one else's).
+    raise ClientDisconnect()
 
 
-async def _cancel_when_gone(receive: Receive, handler: asyncio.Task[object]) -> None:
+async def _cancel_when_gone(receive: Receive, scope: anyio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-    handler.cancel()
+    scope.cancel()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import anyio
+
 from .sse import EventStream
 
 # Events queued before the producer waits for the client: a client reading slower than the
@@ -30,10 +32,14 @@ async def joined_when_ready(events: EventStream) -> EventStream:
     except StopAsyncIteration:
         return
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the events ended
+    # The producer reads the upstream through httpx: it is stopped through an anyio cancel
+    # scope, never `producer.cancel()`, which could land inside httpx's shielded close (the
+    # client leaving just as the body ends) and leave the connection checked out for good.
+    stop = anyio.CancelScope()
     producer = None
     try:
         yield first
-        producer = asyncio.create_task(_produce(events, queue))
+        producer = asyncio.create_task(_produce(events, queue, stop))
         while True:
             batch = [await queue.get()]
             while not queue.empty():
@@ -52,18 +58,21 @@ async def joined_when_ready(events: EventStream) -> EventStream:
         if producer is None:
             await events.aclose()
         else:
-            producer.cancel()
+            stop.cancel()
             await asyncio.wait([producer])  # its cleanup (closing the upstream) done first
 
 
-async def _produce(events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None]) -> None:
+async def _produce(
+    events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None], stop: anyio.CancelScope
+) -> None:
     queued = 0  # bytes put since the queue was last seen empty
     try:
-        async for event in events:
-            queue.put_nowait(event)
-            queued += len(event)
-            if queue.qsize() >= MAX_QUEUED_EVENTS or queued >= MAX_QUEUED_BYTES:
-                await queue.join()
-                queued = 0
+        with stop:
+            async for event in events:
+                queue.put_nowait(event)
+                queued += len(event)
+                if queue.qsize() >= MAX_QUEUED_EVENTS or queued >= MAX_QUEUED_BYTES:
+                    await queue.join()
+                    queued = 0
     finally:
         queue.put_nowait(None)
