@@ -3,6 +3,7 @@
 from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
 from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
 from .forced_call import parse_forced_call, render_forced_call_prompt
+from .free_form import FreeFormInputStream, free_form_input, free_form_tool
 from .parts import (
     ErrorKind,
     OnError,
@@ -26,6 +27,7 @@ __all__ = [
     "SMALL_CALL_CHARS",
     "ArgumentsMode",
     "ErrorKind",
+    "FreeFormInputStream",
     "OnError",
     "ParseError",
     "Part",
@@ -45,6 +47,8 @@ __all__ = [
     "ToolSpec",
     "UnknownProtocolError",
     "UnknownTools",
+    "free_form_input",
+    "free_form_tool",
     "get_protocol",
     "parse_forced_call",
     "parse_relaxed_json",

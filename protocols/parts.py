@@ -127,6 +127,8 @@ class ToolSpec:
     name: str
     description: str = ""
     parameters: dict[str, Any] = field(default_factory=dict)
+    # Takes one raw text, not JSON arguments (an OpenAI `custom` tool; see free_form.py).
+    free_form: bool = False
 
     @classmethod
     def from_openai(cls, tool: dict[str, Any]) -> ToolSpec:
