@@ -3,7 +3,7 @@
 from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
 from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
 from .forced_call import parse_forced_call, render_forced_call_prompt
-from .free_form import FreeFormInputStream, free_form_input, free_form_tool
+from .free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
 from .parts import (
     ErrorKind,
     OnError,
@@ -24,6 +24,7 @@ from .registry import UnknownProtocolError, get_protocol, protocol_names
 from .relaxed_json import RelaxedParseBudget, parse_relaxed_json
 
 __all__ = [
+    "FREE_FORM_INPUT",
     "SMALL_CALL_CHARS",
     "ArgumentsMode",
     "ErrorKind",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from protocols import (
+    FreeFormInputStream,
     Part,
     TextDelta,
     ThinkEnd,
@@ -17,6 +18,8 @@ from protocols import (
     ToolCallDelta,
     ToolCallStart,
     ToolCallUnfinished,
+    ToolSpec,
+    free_form_input,
 )
 
 from ..wire import json_bytes
@@ -25,10 +28,14 @@ Delta = dict[str, Any]
 ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
 CONTENT = "content"
 REASONING = "reasoning_content"
+FUNCTION, CUSTOM = "function", "custom"
+# A call's type -> the field of its payload that grows fragment by fragment.
+CALL_TEXT = {FUNCTION: "arguments", CUSTOM: "input"}
 
 
 class DeltaMapper:
-    """One choice's parts as deltas; call indexes dense from 0 in the order calls start.
+    """One choice's parts as deltas; call indexes dense from 0 in the order calls start. A
+    call to a free-form tool is a `custom` call, its arguments sent as the text they carry.
 
     >>> mapper = DeltaMapper(think_as_reasoning=False, single_call=False)
     >>> mapper.deltas([TextDelta("t1", "Hi"), ToolCall("call_1", "f", "{}", {}, "...")])
@@ -40,15 +47,18 @@ class DeltaMapper:
         *,
         think_as_reasoning: bool,
         single_call: bool,
+        tools: Sequence[ToolSpec] = (),
         on_call: Callable[[str], None] | None = None,
         on_dropped_call: Callable[[str], None] | None = None,
     ) -> None:
         self._think_as_reasoning = think_as_reasoning
         self._single_call = single_call
+        self._free_form = frozenset(tool.name for tool in tools if tool.free_form)
         self._on_call = on_call  # told each completed call's name
         self._on_dropped_call = on_dropped_call
         self._in_think = False
         self._indexes: dict[str, int] = {}  # call id -> index, for every call whose start went out
+        self._inputs: dict[str, FreeFormInputStream] = {}  # free-form call id -> its text so far
         self._dropped: set[str] = set()
         self.completed_calls = 0
         self.unfinished_call = False
@@ -65,11 +75,11 @@ class DeltaMapper:
                     _append_text(out, CONTENT, part.tag)  # clients such as Roo Code read them here
             elif isinstance(part, ToolCallStart):
                 if self._admit(part.id, part.name):
-                    out.append(_call_start(self._indexes[part.id], part.id, part.name))
+                    out.append(self._call_start(part.id, part.name))
             elif isinstance(part, ToolCallDelta):
                 index = self._indexes.get(part.id)
-                if index is not None and part.arguments:
-                    out.append(_call_arguments(index, part.arguments))
+                if index is not None:
+                    out.extend(self._call_text(part.id, part.arguments))
             elif isinstance(part, ToolCall):
                 out.extend(self._complete(part))
             elif isinstance(part, ToolCallUnfinished) and part.id in self._indexes:
@@ -77,14 +87,37 @@ class DeltaMapper:
         return out
 
     def _complete(self, call: ToolCall) -> list[Delta]:
-        if call.id in self._indexes:  # incremental: its start and fragments already went out
-            self._completed(call.name)
-            return []
-        if call.id in self._dropped or not self._admit(call.id, call.name):
+        streamed = call.id in self._indexes  # incremental: its start and fragments went out
+        if not streamed and (call.id in self._dropped or not self._admit(call.id, call.name)):
             return []
         self._completed(call.name)
-        index = self._indexes[call.id]
-        return [_call_start(index, call.id, call.name), _call_arguments(index, call.arguments)]
+        deltas = [] if streamed else [self._call_start(call.id, call.name)]
+        index, reader = self._indexes[call.id], self._inputs.get(call.id)
+        if reader is not None:  # a custom call: the text its fragments did not carry yet
+            rest = free_form_input(call.input)[reader.sent_chars :]
+            deltas += [_call_fragment(index, CUSTOM, rest)] if rest else []
+        elif not streamed:
+            deltas.append(_call_fragment(index, FUNCTION, call.arguments))
+        return deltas
+
+    def _call_start(self, call_id: str, name: str) -> Delta:
+        kind = FUNCTION
+        if name in self._free_form:
+            kind = CUSTOM
+            self._inputs[call_id] = FreeFormInputStream()
+        payload = {"name": name, CALL_TEXT[kind]: ""}
+        return {
+            "tool_calls": [
+                {"index": self._indexes[call_id], "id": call_id, "type": kind, kind: payload}
+            ]
+        }
+
+    def _call_text(self, call_id: str, fragment: str) -> list[Delta]:
+        """A streamed call's next argument fragment, as the text it adds for a custom call."""
+        kind, reader = FUNCTION, self._inputs.get(call_id)
+        if reader is not None:
+            kind, fragment = CUSTOM, reader.feed(fragment)
+        return [_call_fragment(self._indexes[call_id], kind, fragment)] if fragment else []
 
     def _completed(self, name: str) -> None:
         self.completed_calls += 1
@@ -122,15 +155,9 @@ def _append_text(out: list[Delta], key: str, text: str) -> None:
         out.append({key: text})
 
 
-def _call_start(index: int, call_id: str, name: str) -> Delta:
-    function = {"name": name, "arguments": ""}
-    return {
-        "tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]
-    }
-
-
-def _call_arguments(index: int, fragment: str) -> Delta:
-    return {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}
+def _call_fragment(index: int, kind: str, text: str) -> Delta:
+    """More of a call's arguments (a function call's) or input text (a custom call's)."""
+    return {"tool_calls": [{"index": index, kind: {CALL_TEXT[kind]: text}}]}
 
 
 class ChunkEncoder:
@@ -195,12 +222,12 @@ class MessageBuilder:
                 self._reasoning.append(delta[REASONING])
             for call in delta.get("tool_calls", ()):
                 if "id" in call:
-                    self._calls.append({key: call[key] for key in ("id", "type")})
-                    self._calls[-1]["function"] = dict(call["function"])
+                    kind = call["type"]
+                    self._calls.append({"id": call["id"], "type": kind, kind: dict(call[kind])})
                 else:
-                    self._calls[call["index"]]["function"]["arguments"] += call["function"][
-                        "arguments"
-                    ]
+                    built = self._calls[call["index"]]
+                    kind = built["type"]
+                    built[kind][CALL_TEXT[kind]] += call[kind][CALL_TEXT[kind]]
 
     def message(self, upstream_message: dict[str, Any]) -> dict[str, Any]:
         """The upstream's message with content and tool calls replaced by the parsed ones."""

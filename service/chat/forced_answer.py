@@ -40,7 +40,9 @@ def forced_call_deltas(
 
     parts = parse_traced(trace, text, parse)
     observer.usage(answer.get("usage"))
-    mapper = DeltaMapper(think_as_reasoning=False, single_call=True, on_call=observer.tool_call)
+    mapper = DeltaMapper(
+        think_as_reasoning=False, single_call=True, tools=request.tools, on_call=observer.tool_call
+    )
     return mapper.deltas(parts)
 
 

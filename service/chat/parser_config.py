@@ -112,6 +112,7 @@ class OutputParsing:
         return DeltaMapper(
             think_as_reasoning=self.think_as_reasoning,
             single_call=self.single_call,
+            tools=self.tools,
             on_call=self.observer.tool_call,
             on_dropped_call=self.observer.dropped_call,
         )

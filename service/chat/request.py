@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from protocols import ToolSpec
+from protocols import ToolSpec, free_form_tool
 
 from ..wire import ProxyError
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+# Each names the key its declaration is under: function tools, and free-form custom tools.
+TOOL_TYPES = frozenset({"function", "custom"})
 TEXT_PART_TYPES = frozenset({"text", "input_text", "refusal"})
 PART_SEPARATOR = "\n"  # between a content's text parts, as chat templates join them
 
@@ -78,8 +80,7 @@ def decoded_body(raw: bytes) -> dict[str, Any]:
 def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
     """A decoded chat body checked; the Responses endpoint builds its chat body and comes here."""
     _check_messages(body.get("messages"))
-    raw_tools = _declared_tools(body)
-    tools = tuple(ToolSpec.from_openai(tool) for tool in raw_tools)
+    tools = tuple(_tool_spec(tool) for tool in _declared_tools(body))
     choice, named = _tool_choice(body, {tool.name for tool in tools})
     parallel = body.get("parallel_tool_calls")
     if parallel is None:  # absent or null: OpenAI's default
@@ -135,20 +136,36 @@ def _declared_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(tools, list):
         raise invalid(f"'{param}' must be an array", param)
     for index, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) else None
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        declared = tool.get(kind) if isinstance(tool, dict) and kind in TOOL_TYPES else None
         if (
-            not isinstance(tool, dict)
-            or tool.get("type") != "function"
-            or not isinstance(function, dict)
-            or not isinstance(function.get("name"), str)
-            or not function["name"]
-            or not isinstance(function.get("parameters", {}), dict | None)
+            not isinstance(declared, dict)
+            or not isinstance(declared.get("name"), str)
+            or not declared["name"]
+            or not isinstance(declared.get("parameters", {}), dict | None)
+            or not isinstance(declared.get("format", {}), dict)
         ):
             raise invalid(
-                'each tool must be {"type": "function", "function": {"name": ...}}',
+                'each tool must be {"type": "function", "function": {"name": ...}} or'
+                ' {"type": "custom", "custom": {"name": ...}}',
                 f"{param}[{index}]",
             )
     return tools
+
+
+def _tool_spec(tool: dict[str, Any]) -> ToolSpec:
+    """A checked tool as the protocols declare it; a custom tool takes free-form text."""
+    if tool["type"] != "custom":
+        return ToolSpec.from_openai(tool)
+    custom = tool["custom"]
+    grammar = (custom.get("format") or {}).get("grammar")
+    grammar = grammar if isinstance(grammar, dict) else {}
+    return free_form_tool(
+        custom["name"],
+        str(custom.get("description") or ""),
+        syntax=str(grammar.get("syntax") or ""),
+        grammar=str(grammar.get("definition") or ""),
+    )
 
 
 def _tool_choice(body: dict[str, Any], declared: set[str]) -> tuple[ChoiceMode, str | None]:
@@ -162,8 +179,11 @@ def _tool_choice(body: dict[str, Any], declared: set[str]) -> tuple[ChoiceMode, 
         raise invalid(f"'{param}' needs declared tools", param)
     if choice == "required":
         return ChoiceMode.REQUIRED, None
-    # {"type": "function", "function": {"name": ...}}, or legacy function_call {"name": ...}
-    function = choice.get("function", choice) if isinstance(choice, dict) else None
+    # {"type": "function", "function": {"name": ...}}, {"type": "custom", "custom": {...}},
+    # or legacy function_call {"name": ...}
+    function = (
+        choice.get("custom", choice.get("function", choice)) if isinstance(choice, dict) else None
+    )
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(name, str):
         raise invalid(f"'{param}' must be auto, none, required or name a function", param)

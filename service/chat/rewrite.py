@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from protocols import (
+    FREE_FORM_INPUT,
     Protocol,
     RelaxedParseBudget,
     ToolSpec,
@@ -118,6 +119,12 @@ def _assistant_message(
     sections = [content_text(message.get("content"))]
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
+        custom = call.get("custom") if isinstance(call, dict) else None
+        if isinstance(custom, dict):  # a free-form call: its text is the one argument
+            function = {
+                "name": custom.get("name"),
+                "arguments": {FREE_FORM_INPUT: custom.get("input")},
+            }
         if not isinstance(function, dict):
             continue  # nothing to render; the model never saw a call here
         name = str(function.get("name") or UNKNOWN_TOOL_NAME)

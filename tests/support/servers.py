@@ -46,6 +46,16 @@ TIME_TOOL = {
         "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}},
     },
 }
+# A free-form tool as chat completions declares it (Codex's apply_patch, shortened).
+PATCH_GRAMMAR = 'start: "*** Begin Patch" LF hunk+ "*** End Patch" LF?'
+PATCH_TOOL = {
+    "type": "custom",
+    "custom": {
+        "name": "apply_patch",
+        "description": "Edit files with a patch. This is a FREEFORM tool.",
+        "format": {"type": "grammar", "grammar": {"syntax": "lark", "definition": PATCH_GRAMMAR}},
+    },
+}
 MODEL = "test-model"
 QUESTION = {"role": "user", "content": "What is the weather in Paris?"}
 
@@ -113,15 +123,22 @@ async def _serve_until(
     await server.lifespan.shutdown()
 
 
+# A call's type -> the field of its payload that carries its arguments.
+CALL_TEXT = {"function": "arguments", "custom": "input"}
+
+
 @dataclass
 class Call:
     id: str
     name: str
-    arguments: str  # the JSON string, as sent (grown fragment by fragment while streaming)
+    # The JSON string, as sent (grown fragment by fragment while streaming); a custom call's
+    # input text.
+    arguments: str
+    type: str = "function"
 
     @property
     def input(self) -> Any:
-        return json.loads(self.arguments)
+        return json.loads(self.arguments) if self.type == "function" else self.arguments
 
 
 @dataclass(frozen=True)
@@ -224,16 +241,19 @@ def completion_from_events(events: list[Any]) -> Completion:
 
 
 def _add_fragment(calls: list[Call], fragment: dict[str, Any]) -> None:
-    function = fragment["function"]
-    assert isinstance(function["arguments"], str)
-    if fragment["index"] == len(calls):  # a new call opens with its id and name
-        assert fragment["id"] and fragment["type"] == "function" and function["name"]
-        assert function["arguments"] == ""
-        calls.append(Call(fragment["id"], function["name"], ""))
-    else:  # later fragments carry arguments only
+    if fragment["index"] == len(calls):  # a new call opens with its id, type and name
+        kind = fragment["type"]
+        payload = fragment[kind]
+        assert fragment["id"] and kind in CALL_TEXT and payload["name"]
+        assert payload[CALL_TEXT[kind]] == ""
+        calls.append(Call(fragment["id"], payload["name"], "", kind))
+    else:  # later fragments carry arguments (or a custom call's input) only
         assert fragment["index"] < len(calls), "call indexes are dense from 0"
-        assert fragment.keys() == {"index", "function"} and function.keys() == {"arguments"}
-        calls[fragment["index"]].arguments += function["arguments"]
+        kind = calls[fragment["index"]].type
+        payload = fragment[kind]
+        assert fragment.keys() == {"index", kind} and payload.keys() == {CALL_TEXT[kind]}
+        assert isinstance(payload[CALL_TEXT[kind]], str)
+        calls[fragment["index"]].arguments += payload[CALL_TEXT[kind]]
 
 
 def completion_from_json(body: dict[str, Any]) -> Completion:
@@ -245,8 +265,10 @@ def completion_from_json(body: dict[str, Any]) -> Completion:
     assert message.get("tool_calls") != [], "no tool_calls key rather than an empty list"
     calls = []
     for raw in message.get("tool_calls") or ():
-        assert raw["type"] == "function" and isinstance(raw["function"]["arguments"], str)
-        calls.append(Call(raw["id"], raw["function"]["name"], raw["function"]["arguments"]))
+        kind = raw["type"]
+        payload = raw[kind]
+        assert kind in CALL_TEXT and isinstance(payload[CALL_TEXT[kind]], str)
+        calls.append(Call(raw["id"], payload["name"], payload[CALL_TEXT[kind]], kind))
     if calls and not message["content"]:
         assert message["content"] is None, "content is null when the reply is only calls"
     return _checked(
@@ -270,7 +292,8 @@ def _checked(completion: Completion) -> Completion:
     if completion.finish_reason != "length":  # a truncated call's arguments may not parse
         assert (completion.finish_reason == "tool_calls") == bool(calls)
         for call in calls:
-            assert _is_json_object(call.arguments), f"arguments are a JSON object: {call}"
+            if call.type == "function":
+                assert _is_json_object(call.arguments), f"arguments are a JSON object: {call}"
     return completion
 
 

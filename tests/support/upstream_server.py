@@ -45,6 +45,8 @@ EMBEDDING = {
 # The same calls as (name, arguments) once parsed.
 PARIS_WEATHER = ("get_weather", {"city": "Paris"})
 UTC_TIME = ("get_time", {"zone": "UTC"})
+# The text a free-form apply_patch call carries: markup, quotes, a backslash, a final newline.
+PATCH = '*** Begin Patch\n*** Add File: a.py\n+print("<b>\\n</b>")\n*** End Patch\n'
 
 
 def rendered_calls(name: str, arguments: dict[str, Any]) -> dict[str, str]:
@@ -59,6 +61,7 @@ def rendered_calls(name: str, arguments: dict[str, Any]) -> dict[str, str]:
 # What the model writes when it calls get_weather(city="Paris") or get_time(zone="UTC").
 WEATHER_CALL = rendered_calls(*PARIS_WEATHER)
 TIME_CALL = rendered_calls(*UTC_TIME)
+PATCH_CALL = rendered_calls("apply_patch", {"input": PATCH})
 
 
 class Reply:
