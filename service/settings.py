@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -59,6 +60,15 @@ DEFAULT_DRAIN_TIMEOUT = 300
 # What Kubernetes writes into `<SERVICE>_PORT` for every Service in the namespace (service
 # links): a Service named `proxy` or `metrics` sets PROXY_PORT or METRICS_PORT to this.
 SERVICE_LINK = re.compile(r"(tcp|udp|sctp)://[^/\s]+:\d+")
+
+
+class HostedTools(StrEnum):
+    """What /v1/responses does with tools OpenAI's servers run (web search, file search, code
+    interpreter...): a text-only upstream cannot run them, and agents such as Codex send them
+    by default."""
+
+    DROP = "drop"  # left out of what the model sees, counted in a metric, noted in the trace
+    REJECT = "reject"  # a 400 naming the tool, for deployments that want clients told
 
 
 class Settings(BaseSettings):
@@ -116,6 +126,7 @@ class Settings(BaseSettings):
         default=DEFAULT_RESPONSE_STORE_SIZE, ge=0, description="0: /v1/responses keeps nothing"
     )
     response_store_ttl_seconds: float = Field(default=DEFAULT_RESPONSE_STORE_TTL_SECONDS, gt=0)
+    hosted_tools: HostedTools = HostedTools.DROP
     debug_parser_mw: DebugMode = DebugMode.OFF
     debug_parser_mw_style: HighlightStyle = HighlightStyle.BG
 

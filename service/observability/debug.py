@@ -92,6 +92,11 @@ class ParserDebug:
     def trace(self, request_id: str, protocol: Protocol, tools: Sequence[ToolSpec]) -> ParserTrace:
         return ParserTrace(self, request_id, protocol, tools)
 
+    def note(self, request_id: str, what: str, detail: str) -> None:
+        """One line about a request outside its parsing (what its endpoint did to it)."""
+        # One line per traced item: its newlines shown as `\n` (the log escapes the rest).
+        debug_logger.debug("[%s] %s %s", request_id, what, escaped(detail, "\\n"))
+
 
 class ParserTrace:
     """One request's tracing: wraps its upstream chunks, parsers and client events, and
@@ -107,8 +112,7 @@ class ParserTrace:
         self._parsing: _Transcript | None = None  # the choice whose parser is running
 
     def log(self, what: str, detail: str) -> None:
-        # One line per traced item: its newlines shown as `\n` (the log escapes the rest).
-        debug_logger.debug("[%s] %s %s", self._request_id, what, escaped(detail, "\\n"))
+        self._debug.note(self._request_id, what, detail)
 
     async def upstream_payloads(self, payloads: AsyncIterator[str]) -> AsyncIterator[str]:
         async for payload in payloads:

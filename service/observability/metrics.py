@@ -130,6 +130,11 @@ class ProxyMetrics:
             "Calls beyond the first, dropped because parallel_tool_calls is false.",
             "protocol",
         )
+        self.dropped_hosted_tools = counter(
+            "dropped_hosted_tools_total",
+            "Hosted tools (web search, file search...) left out of what the model sees.",
+            "type",
+        )
         self.streams_in_progress = Gauge(
             PREFIX + "streams_in_progress",
             "SSE answers being sent now.",

@@ -49,9 +49,10 @@ async def create_response(
 ) -> Response:
     """`POST /v1/responses`."""
     raw = await read_limited(request, context.settings.max_request_bytes)
-    asked = parse_responses_request(raw, store)
+    asked = parse_responses_request(raw, store, context.settings.hosted_tools)
     chat = asked.chat
     record = request_record(request)
+    _count_dropped_tools(context, record.request_id, asked.tools.dropped)
     model = chat.body.get("model")
     record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
     target = context.router.target_for(model)
@@ -59,7 +60,7 @@ async def create_response(
     exchange = ChatExchange(request, context, chat, target, held_whole=True)
     body = json_bytes(rewrite_request(chat, protocol, target.model))
     answer = await _chat_answer(exchange, chat, protocol, body)
-    assembler = ResponseAssembler(asked.body, model=exchange.model_name())
+    assembler = ResponseAssembler(asked.body, model=exchange.model_name(), tools=asked.tools)
 
     def stored() -> None:
         _store(store, asked, assembler)
@@ -72,6 +73,14 @@ async def create_response(
     return traced_event_response(
         events, answer.trace, answer.upstream, drain_timeout=context.settings.drain_timeout
     )
+
+
+def _count_dropped_tools(context: ProxyContext, request_id: str, dropped: tuple[str, ...]) -> None:
+    """Hosted tools left out of what the model sees: counted, and noted once in the trace."""
+    for kind in dropped:
+        context.metrics.dropped_hosted_tools.labels(kind).inc()
+    if dropped and context.debug is not None:
+        context.debug.note(request_id, "hosted tools left out", ", ".join(dropped))
 
 
 async def _chat_answer(

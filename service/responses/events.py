@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from ..chat import CONTENT, REASONING, Delta
+from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
 Event = dict[str, Any]
 Item = dict[str, Any]
@@ -19,6 +22,36 @@ TEXT_EVENTS = {  # an item type -> the events of its text part: (delta, done)
     "message": ("response.output_text.delta", "response.output_text.done"),
     "reasoning": ("response.reasoning_text.delta", "response.reasoning_text.done"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class CallItem:
+    """The output item that answers a call to one kind of tool."""
+
+    type: str
+    prefix: str  # of its id
+    text: str  # the field that grows as the call streams
+    # Its streaming events, (delta, done) with `text` (and a function call's name) in done;
+    # none for a tool_search call, whose arguments are one object set when the call is done.
+    events: tuple[str, str] | None
+
+
+CALL_ITEMS = {  # a tool's kind -> the item a call to it is
+    FUNCTION: CallItem(
+        "function_call",
+        "fc",
+        "arguments",
+        ("response.function_call_arguments.delta", "response.function_call_arguments.done"),
+    ),
+    CUSTOM: CallItem(
+        "custom_tool_call",
+        "ctc",
+        "input",
+        ("response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"),
+    ),
+    TOOL_SEARCH: CallItem("tool_search_call", "tsc", "arguments", None),
+}
+ITEM_CALLS = {call.type: call for call in CALL_ITEMS.values()}  # an item type -> its CallItem
 
 
 def new_id(prefix: str) -> str:
@@ -34,15 +67,18 @@ class ResponseAssembler:
     >>> assembler.finish("stop", usage)  # ...done events, response.completed
     """
 
-    def __init__(self, request_body: dict[str, Any], *, model: str) -> None:
+    def __init__(
+        self, request_body: dict[str, Any], *, model: str, tools: ResponsesTools | None = None
+    ) -> None:
         self.output: list[Item] = []
+        self._tools = tools or ResponsesTools()  # whose calls the model's are
         self._open: Item | None = None  # the item deltas currently add to
         # The open item's text or arguments, read when it is done. Adding each fragment to a
         # string would copy it whole every time (a 20 KB file write comes in thousands); a
         # list of fragments costs some 60 bytes per fragment beside its text. A StringIO
         # holds the text once, and takes only strings: what `fail` reads can always be read.
         self._held = io.StringIO()
-        self._calls: dict[int, Item] = {}  # chat tool-call index -> its function_call item
+        self._calls: dict[int, Item] = {}  # chat tool-call index -> its call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
         self._sequence = 0
         self._response: dict[str, Any] = {
@@ -138,32 +174,39 @@ class ResponseAssembler:
         return events
 
     def _call_fragment(self, fragment: dict[str, Any]) -> list[Event]:
-        index, function = fragment["index"], fragment["function"]
+        """A chat call's start or more of its text: `function.arguments`, or a custom call's
+        `custom.input`."""
+        index, custom = fragment["index"], CUSTOM in fragment
+        payload = fragment[CUSTOM if custom else "function"]
         events: list[Event] = []
         if "id" in fragment:  # a call starts
             events += self._close()
-            item = {
-                "id": new_id("fc"),
-                "type": "function_call",
-                "status": "in_progress",
-                "call_id": fragment["id"],
-                "name": function["name"],
-                "arguments": "",
-            }
+            item = self._call_item(payload["name"], fragment["id"], custom=custom)
             self._calls[index] = item
             events += self._add(item)
         item = self._calls[index]
-        if arguments := function.get("arguments"):
+        if text := payload.get("input" if custom else "arguments"):
             if item is self._open:
-                self._held.write(arguments)
+                self._held.write(text)
             else:  # the model's output never interleaves calls, but nothing gets lost if it did
-                item["arguments"] += arguments
-            events.append(
-                self._event(
-                    "response.function_call_arguments.delta", **self._where(item), delta=arguments
-                )
-            )
+                self._write(item, text)
+            if call_events := ITEM_CALLS[item["type"]].events:
+                events.append(self._event(call_events[0], **self._where(item), delta=text))
         return events
+
+    def _call_item(self, model_name: str, call_id: str, *, custom: bool) -> Item:
+        """A new output item for the model's call, of the type its tool's kind calls for."""
+        tool = self._tools.client_tool(model_name, custom=custom)
+        call = CALL_ITEMS[tool.kind]
+        item: Item = {"id": new_id(call.prefix), "type": call.type, "status": "in_progress"}
+        item["call_id"] = call_id
+        if tool.kind == TOOL_SEARCH:
+            item.update(execution="client", arguments={})
+            return item
+        item.update({"name": tool.name, call.text: ""})
+        if tool.namespace is not None:
+            item["namespace"] = tool.namespace
+        return item
 
     def _add(self, item: Item) -> list[Event]:
         self._indexes[item["id"]] = len(self.output)
@@ -181,14 +224,18 @@ class ResponseAssembler:
 
     def _settle(self) -> None:
         """The open item's text so far written into it."""
-        item = self._open
-        if item is None:
-            return
-        text, self._held = self._held.getvalue(), io.StringIO()
-        if item["type"] == "function_call":
-            item["arguments"] += text
-        else:
+        if self._open is not None:
+            self._write(self._open, self._held.getvalue())
+        self._held = io.StringIO()
+
+    def _write(self, item: Item, text: str) -> None:
+        kind = item["type"]
+        if kind in TEXT_EVENTS:
             item["content"][0]["text"] += text
+        elif kind == CALL_ITEMS[TOOL_SEARCH].type:
+            item["arguments"] = _arguments_object(text)
+        else:
+            item[ITEM_CALLS[kind].text] += text
 
     def _close(self) -> list[Event]:
         self._settle()
@@ -197,16 +244,13 @@ class ResponseAssembler:
             return []
         events = []
         where = self._where(item)
-        if item["type"] == "function_call":
-            events.append(
-                self._event(
-                    "response.function_call_arguments.done",
-                    **where,
-                    name=item["name"],
-                    arguments=item["arguments"],
-                )
-            )
-        else:
+        call = ITEM_CALLS.get(item["type"])
+        if call is not None and call.events is not None:
+            fields = {call.text: item[call.text]}
+            if call is CALL_ITEMS[FUNCTION]:
+                fields["name"] = item["name"]
+            events.append(self._event(call.events[1], **where, **fields))
+        elif item["type"] in TEXT_EVENTS:
             part = item["content"][0]
             done = TEXT_EVENTS[item["type"]][1]
             events.append(self._event(done, **where, content_index=0, text=part["text"]))
@@ -229,6 +273,15 @@ class ResponseAssembler:
         event = {"type": kind, "sequence_number": self._sequence, **fields}
         self._sequence += 1
         return event
+
+
+def _arguments_object(text: str) -> Any:
+    """A tool_search call's arguments, an object in its item; {} when they do not parse (a
+    call the stream left unfinished)."""
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return {}
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..chat import ChatRequest, checked_chat_request, decoded_body, invalid
+from ..settings import HostedTools
 from ..wire import ProxyError
 from .store import Item, ResponseStore
+from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools, responses_tools
 
 # Fields copied to the chat body under the same name.
 SHARED_FIELDS = ("model", "temperature", "top_p", "parallel_tool_calls", "user")
@@ -19,7 +21,21 @@ MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
 # Chat templates of text-only models know "system"; "developer" is the Responses name for it.
 CHAT_ROLE = {"developer": "system"}
 TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
-IGNORED_ITEMS = frozenset({"reasoning"})  # the model's own reasoning is not sent back to it
+# The model's own reasoning is not sent back to it (nor its encrypted_content: a text model
+# has none to read).
+IGNORED_ITEMS = frozenset({"reasoning"})
+# Each kind of call item, and the output item that answers it.
+CALL_OUTPUTS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "tool_search_call": "tool_search_output",
+}
+# The fields each call or output item must hold as strings.
+STRING_FIELDS = {
+    "function_call": ("call_id", "name"),
+    "custom_tool_call": ("call_id", "name", "input"),
+    **{kind: ("call_id",) for kind in ("tool_search_call", *CALL_OUTPUTS.values())},
+}
 STORE_OFF_HINT = (
     "send the whole item instead of a reference: with `store: false` (in the Vercel AI SDK "
     "`providerOptions: {openai: {store: false}}`) clients send every earlier item in full"
@@ -33,13 +49,16 @@ class ResponsesRequest:
     body: dict[str, Any]
     inputs: tuple[Item, ...]  # earlier responses' items, then this request's, resolved
     chat: ChatRequest
+    tools: ResponsesTools  # what the model is offered, and who its calls are for
 
     @property
     def store(self) -> bool:
         return self.body.get("store") is not False  # stored unless the client says not to
 
 
-def parse_responses_request(raw: bytes, store: ResponseStore) -> ResponsesRequest:
+def parse_responses_request(
+    raw: bytes, store: ResponseStore, hosted_tools: HostedTools = HostedTools.DROP
+) -> ResponsesRequest:
     """Decode and check a `POST /v1/responses` body.
 
     >>> parse_responses_request(b'{"model": "m", "input": "hi"}', store).chat.messages
@@ -47,23 +66,24 @@ def parse_responses_request(raw: bytes, store: ResponseStore) -> ResponsesReques
     """
     body = decoded_body(raw)
     inputs = (*_earlier_items(body, store), *_input_items(body.get("input"), store))
-    messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs)
+    tools = responses_tools(body.get("tools"), hosted_tools, loaded=_loaded_tools(inputs))
+    messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs, tools)
     chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}
     if not messages:
         raise invalid("'input' (or 'instructions') must hold something to answer", "input")
     chat["messages"] = messages
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
-    if tools := _chat_tools(body.get("tools")):
-        chat["tools"] = tools
+    if tools.chat_tools:
+        chat["tools"] = tools.chat_tools
     if body.get("tool_choice") is not None:
-        chat["tool_choice"] = _chat_tool_choice(body["tool_choice"])
+        chat["tool_choice"] = _chat_tool_choice(body["tool_choice"], tools)
     if (response_format := _response_format(body.get("text"))) is not None:
         chat["response_format"] = response_format
     if body.get("stream") is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}  # the response reports usage
-    return ResponsesRequest(body, inputs, checked_chat_request(chat))
+    return ResponsesRequest(body, inputs, checked_chat_request(chat), tools)
 
 
 def _earlier_items(body: dict[str, Any], store: ResponseStore) -> tuple[Item, ...]:
@@ -123,15 +143,15 @@ def _check_item(item: Item, param: str) -> None:
             raise invalid(f"role must be one of {', '.join(sorted(MESSAGE_ROLES))}", param)
         for index, part in enumerate(_parts(item.get("content"), f"{param}.content")):
             _chat_part(part, f"{param}.content[{index}]")
-    elif kind == "function_call":
-        if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
-            raise invalid("a function_call needs a string call_id and name", param)
-    elif kind == "function_call_output":
-        if not isinstance(item.get("call_id"), str):
-            raise invalid("a function_call_output needs a string call_id", param)
-        output = item.get("output")
-        for index, part in enumerate(() if isinstance(output, str) else _parts(output, param)):
-            _chat_part(part, f"{param}.output[{index}]")
+    elif kind in STRING_FIELDS:
+        if any(not isinstance(item.get(key), str) for key in STRING_FIELDS[kind]):
+            raise invalid(f"a {kind} needs a string {' and '.join(STRING_FIELDS[kind])}", param)
+        if kind == "tool_search_output":
+            if not isinstance(item.get("tools"), list):
+                raise invalid("a tool_search_output needs an array of tools", param)
+        elif kind in CALL_OUTPUTS.values() and not isinstance(output := item.get("output"), str):
+            for index, part in enumerate(_parts(output, param)):
+                _chat_part(part, f"{param}.output[{index}]")
     elif kind not in IGNORED_ITEMS:
         raise invalid(f"input items of type {kind!r} are not supported", param, "unsupported")
 
@@ -152,29 +172,62 @@ def _instruction_messages(instructions: Any) -> list[dict[str, Any]]:
     return [{"role": "system", "content": instructions}]
 
 
-def chat_messages(items: Sequence[Item]) -> list[dict[str, Any]]:
-    """Checked items as chat messages; a run of calls joins the assistant message before it."""
+def chat_messages(items: Sequence[Item], tools: ResponsesTools) -> list[dict[str, Any]]:
+    """Checked items as chat messages; a run of calls joins the assistant message before it.
+    Calls name their tools as the model sees them (a namespace's tool may be renamed)."""
     messages: list[dict[str, Any]] = []
     for item in items:
         kind = item.get("type", "message")
         if kind == "message":
             messages.append(_message(item))
-        elif kind == "function_call":
-            call = {
-                "id": item["call_id"],
-                "type": "function",
-                "function": {"name": item["name"], "arguments": item.get("arguments") or "{}"},
-            }
+        elif kind in CALL_OUTPUTS:
+            call = _chat_call(item, tools)
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
-            output = item.get("output")
-            content = output if isinstance(output, str) else _chat_content(output)
+        elif kind in CALL_OUTPUTS.values():
+            content = _output_content(item, tools)
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
     return messages
+
+
+def _loaded_tools(items: Sequence[Item]) -> list[Any]:
+    """The tools the client's tool searches loaded: callable from then on, as on OpenAI."""
+    return [
+        tool
+        for item in items
+        if item.get("type") == "tool_search_output"
+        for tool in item.get("tools") or ()
+    ]
+
+
+def _output_content(item: Item, tools: ResponsesTools) -> Any:
+    """A call's result as a tool message's content; a tool search's, the tools it loaded
+    (declared with the others, under the names the model sees)."""
+    if item["type"] == "tool_search_output":
+        loaded = responses_tools(item["tools"], HostedTools.DROP).called.values()
+        names = [tools.model_name(tool.name, tool.namespace) for tool in loaded]
+        return f"Tools loaded: {', '.join(names) or 'none'}."
+    output = item.get("output")
+    return output if isinstance(output, str) else _chat_content(output)
+
+
+def _chat_call(item: Item, tools: ResponsesTools) -> dict[str, Any]:
+    """A call item as an assistant message's tool call (a tool search is a function's)."""
+    if item["type"] == "tool_search_call":
+        function = {"name": tools.model_name(TOOL_SEARCH), "arguments": item.get("arguments")}
+        return {"id": item["call_id"], "type": FUNCTION, FUNCTION: function}
+    name = tools.model_name(item["name"], item.get("namespace"))
+    if item["type"] == "custom_tool_call":
+        return {
+            "id": item["call_id"],
+            "type": CUSTOM,
+            CUSTOM: {"name": name, "input": item["input"]},
+        }
+    function = {"name": name, "arguments": item.get("arguments") or "{}"}
+    return {"id": item["call_id"], "type": FUNCTION, FUNCTION: function}
 
 
 def _message(item: Item) -> dict[str, Any]:
@@ -207,27 +260,6 @@ def _chat_part(part: Any, param: str) -> dict[str, Any]:
     )
 
 
-def _chat_tools(tools: Any) -> list[dict[str, Any]]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        raise invalid("'tools' must be an array", "tools")
-    chat_tools = []
-    for index, tool in enumerate(tools):
-        kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind != "function":
-            raise invalid(
-                f"tools of type {kind!r} are not supported: the proxy offers function tools",
-                f"tools[{index}]",
-                "unsupported",
-            )
-        if not isinstance(tool.get("name"), str) or not tool["name"]:
-            raise invalid("a function tool needs a name", f"tools[{index}].name")
-        function = {key: tool[key] for key in ("name", "description", "parameters") if key in tool}
-        chat_tools.append({"type": "function", "function": function})
-    return chat_tools
-
-
 def _response_format(text: Any) -> dict[str, Any] | None:
     """`text.format` as chat's `response_format`: the schema moves under `json_schema`."""
     fmt = text.get("format") if isinstance(text, dict) else None
@@ -244,12 +276,14 @@ def _response_format(text: Any) -> dict[str, Any] | None:
     raise invalid("'text.format' must be text, json_object or json_schema", "text.format")
 
 
-def _chat_tool_choice(choice: Any) -> Any:
+def _chat_tool_choice(choice: Any, tools: ResponsesTools) -> Any:
     if isinstance(choice, str):
         return choice
-    if isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice:
-        return {"type": "function", "function": {"name": choice["name"]}}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind in (FUNCTION, CUSTOM) and isinstance(choice.get("name"), str):
+        return {"type": kind, kind: {"name": tools.model_name(choice["name"])}}
     raise invalid(
-        '\'tool_choice\' must be auto, none, required or {"type": "function", "name": ...}',
+        "'tool_choice' must be auto, none, required or"
+        ' {"type": "function" or "custom", "name": ...}',
         "tool_choice",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy
+from servers import MODEL, PATCH_GRAMMAR, PATCH_TOOL, TIME_TOOL, WEATHER_TOOL, Proxy
 
 
 def flat_function(tool: dict[str, Any]) -> dict[str, Any]:
@@ -16,6 +16,13 @@ def flat_function(tool: dict[str, Any]) -> dict[str, Any]:
 
 WEATHER_FUNCTION = flat_function(WEATHER_TOOL)
 TIME_FUNCTION = flat_function(TIME_TOOL)
+# The free-form apply_patch as the Responses API declares it: the grammar's fields in `format`.
+PATCH_CUSTOM = {
+    "type": "custom",
+    "name": "apply_patch",
+    "description": PATCH_TOOL["custom"]["description"],  # type: ignore[index]
+    "format": {"type": "grammar", "syntax": "lark", "definition": PATCH_GRAMMAR},
+}
 ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
 
 
@@ -53,6 +60,8 @@ def response_from_events(events: list[dict[str, Any]]) -> dict[str, Any]:
             assert event["text"] == texts[index]
         elif kind == "response.function_call_arguments.done":
             assert event["arguments"] == texts[index]
+        elif kind == "response.custom_tool_call_input.done":
+            assert event["input"] == texts[index]
         elif kind == "response.output_item.done":
             done.add(index)
             assert event["item"]["id"] == items[index]["id"]
@@ -72,6 +81,15 @@ def calls(response: dict[str, Any]) -> list[tuple[str, Any]]:
         (item["name"], json.loads(item["arguments"]))
         for item in response["output"]
         if item["type"] == "function_call"
+    ]
+
+
+def custom_calls(response: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each custom_tool_call item's name and input, in order."""
+    return [
+        (item["name"], item["input"])
+        for item in response["output"]
+        if item["type"] == "custom_tool_call"
     ]
 
 

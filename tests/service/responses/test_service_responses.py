@@ -300,19 +300,6 @@ def test_request_with_nothing_to_answer_is_a_400(proxy: Proxy) -> None:
     assert answer.status_code == 400 and answer.json()["error"]["param"] == "input"
 
 
-@pytest.mark.parametrize("tool_type", ["web_search", "file_search", "computer_use_preview"])
-def test_tool_types_other_than_function_are_a_400_naming_the_type(
-    proxy: Proxy, tool_type: str
-) -> None:
-    body = {"model": MODEL, "input": QUESTION, "tools": [WEATHER_FUNCTION, {"type": tool_type}]}
-
-    answer = proxy.http.post("/v1/responses", json=body)
-
-    assert answer.status_code == 400
-    error = answer.json()["error"]
-    assert tool_type in error["message"] and error["param"] == "tools[1]"
-
-
 def test_upstream_error_status_is_the_clients_error_status(
     upstream: ScriptedUpstream, proxy: Proxy, stream: bool
 ) -> None:
