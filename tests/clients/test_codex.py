@@ -1,0 +1,194 @@
+"""The Codex CLI (`codex exec`), which speaks only the Responses API to a custom provider,
+run unchanged through the proxy in front of the scripted upstream, with the provider block
+docs/clients.md shows: it creates a file with the tool its defaults offer the model (the
+shell for a model name it does not know, the free-form `apply_patch` for an OpenAI one),
+reads it back with the shell, and reports what it holds.
+
+The locked package is installed into tests/clients/codex with `npm ci` on first use (the npm
+registry is the only network this needs). Codex itself reaches nothing but loopback: its
+home is a temporary folder, its analytics, update check and plugin sync are off, and any
+other HTTP it tried would go to a proxy that refuses connections. Only a machine without
+node skips this."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import StartProxy
+from upstream_server import Reply, ScriptedUpstream
+
+from protocols import get_protocol
+
+PROJECT = Path(__file__).parent / "codex"
+CODEX = PROJECT / "node_modules" / ".bin" / "codex"
+CLIENTS_PAGE = Path(__file__).parents[2] / "docs" / "clients.md"
+NODE = shutil.which("node")
+# Bounds, not waits: a hung run fails the test instead of stalling the suite.
+CODEX_TIMEOUT_SECONDS = 60
+NPM_CI_TIMEOUT_SECONDS = 300
+# What the documented provider block points at, replaced by the served proxy and the model.
+DOCUMENTED_URL = "http://127.0.0.1:8000/v1"
+DOCUMENTED_MODEL = 'model = "qwen2.5-coder-7b"'
+KEY_VARIABLE = "TOOLCALL_PROXY_API_KEY"
+# Only for the test run: no prompts, no sandbox (CI runners may not allow one), and nothing
+# that reaches the network: analytics, the update check and the plugin marketplace's sync
+# (a `git ls-remote` of github.com, seen with strace) are off. Top-level keys go before the
+# documented block, tables after it.
+TEST_KEYS = """approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+"""
+TEST_TABLES = """
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+"""
+CONTENT = "hi-from-the-model"
+
+
+@pytest.fixture(scope="module")
+def codex_installed() -> None:
+    if CODEX.exists():
+        return
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is needed beside node to install the Codex CLI"
+    subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=PROJECT,
+        check=True,
+        timeout=NPM_CI_TIMEOUT_SECONDS,
+    )
+
+
+@pytest.fixture
+def refused_proxy() -> Iterator[str]:
+    """An HTTP proxy address that refuses connections: a port bound here, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def documented_provider_block() -> str:
+    """The config.toml block of the Codex section of docs/clients.md."""
+    page = CLIENTS_PAGE.read_text()
+    found = re.search(r"^## Codex\n.*?^```toml\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert found, "docs/clients.md has a toml block under its Codex heading"
+    block = found[1]
+    assert block.count(DOCUMENTED_URL) == 1 and block.count(DOCUMENTED_MODEL) == 1
+    return block
+
+
+def shell(command: str, workdir: Path) -> dict[str, str]:
+    return {"cmd": command, "workdir": str(workdir)}
+
+
+def pieces(text: str, size: int = 40) -> list[str]:
+    """The model's text streamed in chunks, so calls arrive split across them."""
+    return [text[at : at + size] for at in range(0, len(text), size)]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("protocol", ["json-mix", "morph-xml"])
+@pytest.mark.parametrize(
+    ("model", "writer"),
+    [("qwen2.5-coder-7b", "exec_command"), ("gpt-5.5", "apply_patch")],
+    ids=["unknown-model", "openai-model"],
+)
+def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
+    codex_installed: None,
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    refused_proxy: str,
+    tmp_path: Path,
+    protocol: str,
+    model: str,
+    writer: str,
+) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    (home / ".codex").mkdir(parents=True)
+    target = work / "hello.txt"
+    proxy = start_proxy(tool_protocol=protocol)
+    config = documented_provider_block().replace(DOCUMENTED_URL, proxy.url + "/v1")
+    config = config.replace(DOCUMENTED_MODEL, f'model = "{model}"')
+    (home / ".codex" / "config.toml").write_text(TEST_KEYS + config + TEST_TABLES)
+    render = get_protocol(protocol).render_call
+    if writer == "apply_patch":  # the free-form tool: a patch, raw
+        patch = f"*** Begin Patch\n*** Add File: {target}\n+{CONTENT}\n*** End Patch\n"
+        write = render("apply_patch", {"input": patch})
+        written = CONTENT + "\n"  # a patch's added lines end with a line break
+    else:
+        write = render("exec_command", shell(f"printf '%s' '{CONTENT}' > '{target}'", work))
+        written = CONTENT
+    read = render("exec_command", shell(f"cat '{target}'", work))
+    done = f"DONE: {target} contains {CONTENT}"
+    upstream.script(
+        Reply(*pieces(f"I'll create the file.\n{write}")),
+        Reply(*pieces(f"Now let me read it back.\n{read}")),
+        Reply(*pieces(done)),
+    )
+
+    run = subprocess.run(
+        [str(CODEX), "exec", "--skip-git-repo-check", "--json", "-C", str(work), "Write it."],
+        cwd=work,
+        env=codex_environment(home, refused_proxy),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CODEX_TIMEOUT_SECONDS,
+        check=False,
+    )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert target.read_text() == written
+    messages = [event["item"]["text"] for event in agent_events(run.stdout, "agent_message")]
+    assert messages[-1] == done
+    first, second, third = (asked.json for asked in upstream.chat_requests)
+    assert first["stream"] is True and "tools" not in first
+    declared = first["messages"][0]["content"]
+    assert '{"name": "exec_command"' in declared and "web_search" not in declared
+    if writer == "apply_patch":
+        assert '{"name": "apply_patch"' in declared and "Lark grammar" in declared
+        assert '{"name": "tool_search"' in declared
+    else:  # the sub-agent tools Codex sends as a namespace, each offered by its own name
+        assert '{"name": "spawn_agent"' in declared
+    assert CONTENT in third["messages"][-1]["content"], "the read result went back to the model"
+    assert len(second["messages"]) < len(third["messages"])
+
+
+def codex_environment(home: Path, refused_proxy: str) -> dict[str, str]:
+    """Codex's whole environment: its own home, the key variable, and HTTP proxies that refuse
+    connections for anything but loopback."""
+    proxies = {name: refused_proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+    loopback = "127.0.0.1,localhost"
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        KEY_VARIABLE: "unused",
+        **proxies,
+        **{name.lower(): value for name, value in proxies.items()},
+        "NO_PROXY": loopback,
+        "no_proxy": loopback,
+    }
+
+
+def agent_events(stdout: str, item_type: str) -> list[dict[str, Any]]:
+    """`codex exec --json`'s completed items of one type, in order."""
+    events = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [
+        event
+        for event in events
+        if event.get("type") == "item.completed" and event["item"].get("type") == item_type
+    ]
