@@ -1,7 +1,7 @@
 """A client's `POST /v1/responses` body turned into the chat request the rest of the proxy
 serves: `instructions` and input items become messages (calls and their outputs as assistant
-`tool_calls` and `tool` messages), references are resolved from the response store, flat
-function tools become chat tools. Anything it cannot serve is a 400 naming the field."""
+`tool_calls` and `tool` messages), references are resolved from the response store, tools
+become chat tools (`tools.py`). Anything it cannot serve is a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -146,6 +146,8 @@ def _check_item(item: Item, param: str) -> None:
     elif kind in STRING_FIELDS:
         if any(not isinstance(item.get(key), str) for key in STRING_FIELDS[kind]):
             raise invalid(f"a {kind} needs a string {' and '.join(STRING_FIELDS[kind])}", param)
+        if not isinstance(item.get("namespace"), str | None):
+            raise invalid(f"a {kind}'s namespace must be a string", param)
         if kind == "tool_search_output":
             if not isinstance(item.get("tools"), list):
                 raise invalid("a tool_search_output needs an array of tools", param)

@@ -304,6 +304,42 @@ def test_tools_the_proxy_cannot_offer_are_a_400_naming_them(
     assert answer.status_code == 400 and error["param"] == param and message in error["message"]
 
 
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            {"type": "custom_tool_call", "call_id": "call_1", "name": "apply_patch"},
+            "a custom_tool_call needs a string call_id and name and input",
+        ),
+        (
+            {
+                "type": "function_call",
+                "call_id": "call_1",
+                "name": "spawn_agent",
+                "arguments": "{}",
+                "namespace": ["multi_agent_v1"],
+            },
+            "a function_call's namespace must be a string",
+        ),
+        (
+            {"type": "tool_search_output", "call_id": "call_1", "tools": None},
+            "a tool_search_output needs an array of tools",
+        ),
+    ],
+    ids=["custom-call-without-input", "namespace-not-a-string", "tool-search-without-tools"],
+)
+def test_a_malformed_call_item_is_a_400_saying_what_it_lacks(
+    proxy: Proxy, item: dict[str, Any], message: str
+) -> None:
+    body = {"model": MODEL, "input": [{"role": "user", "content": QUESTION}, item]}
+
+    answer = proxy.http.post("/v1/responses", json=body)
+
+    error = answer.json()["error"]
+    assert answer.status_code == 400 and error["param"] == "input[1]"
+    assert error["message"] == message
+
+
 def test_a_request_shaped_like_codexs_is_answered(
     upstream: ScriptedUpstream, proxy: Proxy, stream: bool
 ) -> None:
