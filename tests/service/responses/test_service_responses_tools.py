@@ -290,8 +290,18 @@ def test_hosted_tools_are_a_400_naming_them_when_the_deployment_says_so(
             "tools of type 'mcp' are not supported",
         ),
         ({"type": "namespace", "tools": [SPAWN]}, "tools[0]", "a namespace tool needs a name"),
+        (
+            {"type": "namespace", "name": "n", "tools": [{**SPAWN, "parameters": "none"}]},
+            "tools[0].tools[0].parameters",
+            "parameters must be a JSON schema object",
+        ),
     ],
-    ids=["client-built-in", "hosted-in-a-namespace", "namespace-without-name"],
+    ids=[
+        "client-built-in",
+        "hosted-in-a-namespace",
+        "namespace-without-name",
+        "parameters-not-a-schema",
+    ],
 )
 def test_tools_the_proxy_cannot_offer_are_a_400_naming_them(
     proxy: Proxy, tool: dict[str, Any], param: str, message: str
