@@ -90,6 +90,8 @@ class FreeFormInputStream:
             self._reading = False
         else:
             self._held = held[end:]
-        text = str(json.loads(f'"{piece.group()}"'))
+        text = piece.group()
+        if "\\" in text:  # most of a text has no escape: decoding it would only copy it
+            text = str(json.loads(f'"{text}"'))
         self.sent_chars += len(text)
         return text
