@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from node_projects import NODE, install
 from servers import StartProxy
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
@@ -22,23 +22,11 @@ PROJECT = Path(__file__).parent / "ai_sdk"
 SCRIPT = PROJECT / "weather_agent.mjs"
 # A bound, not a wait: a hung run fails the test instead of stalling the suite.
 NODE_TIMEOUT_SECONDS = 60
-NODE = shutil.which("node")
-# `npm ci` of three locked packages; a bound so a stuck registry fails the test, not the suite.
-NPM_CI_TIMEOUT_SECONDS = 300
 
 
 @pytest.fixture(scope="module")
 def ai_sdk_installed() -> None:
-    if (PROJECT / "node_modules" / "ai").is_dir():
-        return
-    npm = shutil.which("npm")
-    assert npm is not None, "npm is needed beside node to install the AI SDK"
-    subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=PROJECT,
-        check=True,
-        timeout=NPM_CI_TIMEOUT_SECONDS,
-    )
+    install(PROJECT, PROJECT / "node_modules" / "ai")
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from node_projects import NODE, install
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
 
@@ -31,10 +31,8 @@ from protocols import get_protocol
 PROJECT = Path(__file__).parent / "codex"
 CODEX = PROJECT / "node_modules" / ".bin" / "codex"
 CLIENTS_PAGE = Path(__file__).parents[2] / "docs" / "clients.md"
-NODE = shutil.which("node")
-# Bounds, not waits: a hung run fails the test instead of stalling the suite.
+# A bound, not a wait: a hung run fails the test instead of stalling the suite.
 CODEX_TIMEOUT_SECONDS = 60
-NPM_CI_TIMEOUT_SECONDS = 300
 # What the documented provider block points at, replaced by the served proxy and the model.
 DOCUMENTED_URL = "http://127.0.0.1:8000/v1"
 DOCUMENTED_MODEL = 'model = "qwen2.5-coder-7b"'
@@ -59,16 +57,7 @@ CONTENT = "hi-from-the-model"
 
 @pytest.fixture(scope="module")
 def codex_installed() -> None:
-    if CODEX.exists():
-        return
-    npm = shutil.which("npm")
-    assert npm is not None, "npm is needed beside node to install the Codex CLI"
-    subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=PROJECT,
-        check=True,
-        timeout=NPM_CI_TIMEOUT_SECONDS,
-    )
+    install(PROJECT, CODEX)
 
 
 @pytest.fixture
