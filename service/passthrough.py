@@ -105,7 +105,7 @@ async def forward(request: Request, context: ProxyContext) -> ClosingResponse:
         headers=headers,
         content=content,
     )
-    return relayed(stream)
+    return relayed(stream, send_timeout=context.settings.server_send_timeout)
 
 
 async def upstream_ready(context: ProxyContext) -> bool:

@@ -43,6 +43,11 @@ DEFAULT_SERVER_HEADER_TIMEOUT = 30.0
 DEFAULT_SERVER_BODY_TIMEOUT = 120.0
 # An idle keep-alive connection is closed after this long (uvicorn's own default).
 DEFAULT_SERVER_KEEP_ALIVE_TIMEOUT = 5.0
+# A streamed answer's write that a client has not taken for this long (the socket's buffers
+# full: megabytes waiting) means a client that stopped reading; its answer is abandoned and
+# the upstream connection it held goes back to the pool. A reading client takes every write
+# in milliseconds; 30 s leaves room for a stalled network before a pool slot is written off.
+DEFAULT_SERVER_SEND_TIMEOUT = 30.0
 DEFAULT_PROTOCOL = "json-mix"
 # Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
 # own embedded demo upstream over loopback instead.
@@ -93,6 +98,7 @@ class Settings(BaseSettings):
     server_header_timeout: float = Field(default=DEFAULT_SERVER_HEADER_TIMEOUT, gt=0)
     server_body_timeout: float = Field(default=DEFAULT_SERVER_BODY_TIMEOUT, gt=0)
     server_keep_alive_timeout: float = Field(default=DEFAULT_SERVER_KEEP_ALIVE_TIMEOUT, gt=0)
+    server_send_timeout: float = Field(default=DEFAULT_SERVER_SEND_TIMEOUT, gt=0)
     # Unset: every request is taken. A cap sheds load with a 503 (Retry-After) that clients
     # retry, rather than queueing behind an upstream that is already full; idle connections
     # and health probes take no place.

@@ -20,6 +20,7 @@ from ..observability import (
     UpstreamFailure,
     request_record,
 )
+from ..settings import Settings
 from ..upstream import ClosingResponse, Target, UpstreamStream, checked_answer, relayed
 from ..wire import (
     EventStream,
@@ -61,14 +62,10 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
     protocol = context.router.protocol_for(target)
     body = json_bytes(rewrite_request(chat, protocol, target.model))
     if chat.choice in FORCED_CHOICES:
-        return answer_response(
-            await exchange.forced_call(protocol, body), drain_timeout=context.settings.drain_timeout
-        )
+        return answer_response(await exchange.forced_call(protocol, body), context.settings)
     if not chat.tools or chat.choice is ChoiceMode.NONE:
         return await exchange.relay(body)  # the history's rewrite was all there was to do
-    return answer_response(
-        await exchange.parsed(protocol, body), drain_timeout=context.settings.drain_timeout
-    )
+    return answer_response(await exchange.parsed(protocol, body), context.settings)
 
 
 def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
@@ -127,7 +124,8 @@ class ChatExchange:
         opening = self._context.upstream.open_stream(
             "POST", self._url, headers=headers, content=body
         )
-        return relayed(await while_connected(self._request.receive, opening))
+        stream = await while_connected(self._request.receive, opening)
+        return relayed(stream, send_timeout=self._context.settings.server_send_timeout)
 
     async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
         """The model's text parsed into content and calls. With no tools offered (none
@@ -209,13 +207,11 @@ class ChatExchange:
         return model if isinstance(model, str) and model else UNNAMED_MODEL
 
 
-def answer_response(answer: ChatAnswer, *, drain_timeout: float) -> Response:
+def answer_response(answer: ChatAnswer, settings: Settings) -> Response:
     """The chat answer as the client's JSON or event-stream response."""
     if answer.events is None:
         return traced_json_response(answer.completion or {}, answer.trace)
-    return traced_event_response(
-        answer.events, answer.trace, answer.upstream, drain_timeout=drain_timeout
-    )
+    return traced_event_response(answer.events, answer.trace, answer.upstream, settings)
 
 
 def traced_json_response(answer: dict[str, Any], trace: ParserTrace | None) -> Response:
@@ -228,8 +224,7 @@ def traced_event_response(
     events: EventStream,
     trace: ParserTrace | None,
     upstream: UpstreamStream | None,
-    *,
-    drain_timeout: float,
+    settings: Settings,
 ) -> Response:
     """An event stream; `upstream`, if any, owned by the response: closed however it ends,
     even if the client left before the first event was pulled."""
@@ -241,6 +236,8 @@ def traced_event_response(
         joined_when_ready(events),
         ping=KEEPALIVE_PING_SECONDS,
         sep="\n",
-        shutdown_grace_period=drain_timeout,
+        shutdown_grace_period=settings.drain_timeout,
     )
-    return response if upstream is None else ClosingResponse(response, upstream)
+    if upstream is None:
+        return response
+    return ClosingResponse(response, upstream, send_timeout=settings.server_send_timeout)

@@ -70,9 +70,7 @@ async def create_response(
         stored()
         return traced_json_response(response, answer.trace)
     events = response_events(assembler, answer.events, on_finished=stored)
-    return traced_event_response(
-        events, answer.trace, answer.upstream, drain_timeout=context.settings.drain_timeout
-    )
+    return traced_event_response(events, answer.trace, answer.upstream, context.settings)
 
 
 def _count_dropped_tools(context: ProxyContext, request_id: str, dropped: tuple[str, ...]) -> None:

@@ -152,6 +152,10 @@ class UpstreamStream:
     def status_code(self) -> int:
         return self.response.status_code
 
+    def seconds_left(self) -> float:
+        """Until the exchange's total deadline (negative once it has passed)."""
+        return self._deadline - anyio.current_time()
+
     @property
     def headers(self) -> httpx.Headers:
         return self.response.headers
