@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
+import setuptools
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from servers import Proxy
@@ -322,8 +323,10 @@ def test_build_context_lets_in_everything_the_project_wheel_is_built_from() -> N
         if line.startswith("!")
     }
     needed = {"pyproject.toml", "requirements.lock", project["project"]["readme"]}
+    included = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    top_level = {pattern.split(".")[0] for pattern in included}
 
-    assert needed | set(project["tool"]["setuptools"]["packages"]) <= allowed
+    assert needed | top_level <= allowed
 
 
 def test_lock_pins_every_runtime_dependency_with_hashes() -> None:
@@ -342,6 +345,22 @@ def test_lock_pins_every_runtime_dependency_with_hashes() -> None:
     assert all(
         "--hash=sha256:" in block for block in re.split(r"\n(?=[A-Za-z])", lock) if "==" in block
     )
+
+
+def test_project_wheel_holds_every_package_of_the_code() -> None:
+    """Listing only the top-level packages left service/'s seams (wire, chat...) out of the
+    wheel: the image's command failed at its first import."""
+    included = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]["find"]["include"]
+    top_level = {pattern.split(".")[0] for pattern in included}
+    packages = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for name in top_level
+        for init in (ROOT / name).rglob("__init__.py")
+    }
+
+    assert set(setuptools.find_packages(str(ROOT), include=included)) == packages
 
 
 def normalised_name(name: str) -> str:
