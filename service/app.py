@@ -3,6 +3,7 @@ closed in the lifespan; every route hands its request to the module that does th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -23,7 +24,7 @@ from .observability import (
     use_stderr_unless_configured,
 )
 from .passthrough import forward, list_models, upstream_ready
-from .responses import ResponseStore, create_response
+from .responses import ResponseStore, create_response, opened_store
 from .server_limits import InFlightLimit
 from .settings import DEMO_MOUNT_PATH, Settings
 from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
@@ -83,10 +84,7 @@ def create_app(settings: Settings) -> FastAPI:
                 metrics=metrics,
                 limits=limits,
             )
-            store = ResponseStore(
-                max_responses=settings.response_store_size,
-                ttl_seconds=settings.response_store_ttl_seconds,
-            )
+            store = await stack.enter_async_context(opened_store(settings, metrics))
             app.state.context = ProxyContext(settings, upstream, router, metrics, debug)
             app.state.response_store = store
             yield
@@ -102,16 +100,18 @@ def create_app(settings: Settings) -> FastAPI:
         metrics=metrics,
         access_log=settings.access_log,
     )
-    # Without keys there is nothing to check, and FastAPI would resolve the dependency anyway.
-    client_key = [Depends(ClientKeys(settings.proxy_api_keys))] if settings.proxy_api_keys else []
+    client_keys = ClientKeys(settings.proxy_api_keys)
+    # Without keys there is nothing to check, and FastAPI would resolve the dependency anyway;
+    # the Responses route always asks for it: the store keeps entries under the key's owner.
+    client_key = [Depends(client_keys)] if settings.proxy_api_keys else []
 
     @app.post("/v1/chat/completions", dependencies=client_key)
     async def chat_completions(request: Request) -> Response:
         return await create_completion(request, _context(request))
 
-    @app.post("/v1/responses", dependencies=client_key)
-    async def responses(request: Request) -> Response:
-        return await create_response(request, _context(request), request.app.state.response_store)
+    @app.post("/v1/responses")
+    async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
+        return await create_response(request, _context(request), _store(request), owner)
 
     @app.get("/v1/models", dependencies=client_key)
     async def models(request: Request) -> Response:
@@ -127,12 +127,19 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/readyz")
     async def readyz(request: Request) -> Response:
-        if await upstream_ready(_context(request)):
-            return JSONResponse({"status": "ready"})
+        store = _store(request)
+        upstream_answers, store_answers = await asyncio.gather(
+            upstream_ready(_context(request)), store.ready()
+        )
+        # Reported, not required: without its store the proxy still serves chat completions
+        # and whole-item responses, and a shared store down would take every replica out.
+        response_store = {"backend": store.backend, "ready": store_answers}
+        if upstream_answers:
+            return JSONResponse({"status": "ready", "response_store": response_store})
         body = error_body(
             "upstream is not answering GET /models", error_type=UPSTREAM_ERROR, code="not_ready"
         )
-        return JSONResponse(body, status_code=503)
+        return JSONResponse({**body, "response_store": response_store}, status_code=503)
 
     if settings.metrics_port is None:  # else only the metrics port serves them
 
@@ -157,3 +164,8 @@ def app_from_environment() -> FastAPI:
 def _context(request: Request) -> ProxyContext:
     context: ProxyContext = request.app.state.context
     return context
+
+
+def _store(request: Request) -> ResponseStore:
+    store: ResponseStore = request.app.state.response_store
+    return store

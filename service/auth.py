@@ -1,8 +1,10 @@
 """Client authentication: with PROXY_API_KEYS set, `Authorization: Bearer <key>` must name
-one of them (compared in constant time), else a 401 in OpenAI's error shape."""
+one of them (compared in constant time), else a 401 in OpenAI's error shape. The check names
+the key's owner, which the Responses store keeps its entries under."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Iterable
 
@@ -12,16 +14,31 @@ from starlette.requests import Request
 from .wire import AUTHENTICATION_ERROR, ProxyError
 
 BEARER = "bearer"
+# Without keys every client is one and the same owner.
+SHARED_OWNER = "shared"
+# What a key's owner is computed from, beside the key: the owner is HMAC-SHA256 keyed with
+# the client's key, so it names the key without revealing it (a store dump or a log holding
+# it gives away nothing to try against the proxy), and every replica computes the same one.
+OWNER_MESSAGE = b"toolcall-proxy response store owner"
+OWNER_HEX_CHARS = 32  # 128 bits: no two keys share an owner
+
+
+def key_owner(key: bytes) -> str:
+    return hmac.new(key, OWNER_MESSAGE, hashlib.sha256).hexdigest()[:OWNER_HEX_CHARS]
 
 
 class ClientKeys:
-    """A FastAPI dependency: `dependencies=[Depends(ClientKeys(settings.proxy_api_keys))]`,
-    for a deployment with keys."""
+    """A FastAPI dependency that returns the client's owner:
+    `owner: Annotated[str, Depends(ClientKeys(settings.proxy_api_keys))]`. With no keys it
+    checks nothing and every client is `SHARED_OWNER`."""
 
     def __init__(self, keys: Iterable[SecretStr]) -> None:
         self._keys = [key.get_secret_value().encode() for key in keys]
+        self._owners = [key_owner(key) for key in self._keys]
 
-    async def __call__(self, request: Request) -> None:
+    async def __call__(self, request: Request) -> str:
+        if not self._keys:
+            return SHARED_OWNER
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         presented = token.strip().encode()
         # Every key is compared, so the time taken does not tell which one nearly matched.
@@ -33,3 +50,4 @@ class ClientKeys:
                 error_type=AUTHENTICATION_ERROR,
                 code="invalid_api_key",
             )
+        return self._owners[matches.index(True)]

@@ -55,10 +55,18 @@ WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
 DEMO_MOUNT_PATH = "/demo"
 # Responses kept for `previous_response_id` and `item_reference`: an agent's conversation
 # names the answer just before it, so an hour and a thousand answers cover many concurrent
-# conversations; one conversation's responses share their items, so memory grows with the
-# conversations' own size, not with their square.
+# conversations; what they take is bounded by the byte budget below.
 DEFAULT_RESPONSE_STORE_SIZE = 1024
 DEFAULT_RESPONSE_STORE_TTL_SECONDS = 3600.0
+# Each entry holds its whole conversation, serialized (about its request's size): 64 MiB keeps
+# the latest turn of a hundred-odd long agent conversations, or six at the request limit,
+# and leaves the manifests' 512 MiB proxy container room for the requests in flight, which
+# take several times their JSON as Python objects.
+DEFAULT_RESPONSE_STORE_MAX_BYTES = 64 * MEBIBYTE
+# Redis answers in well under a millisecond; one that has not connected or answered in a
+# second is down or stuck, and the request is better off with a 503 than waiting.
+DEFAULT_RESPONSE_STORE_TIMEOUT = 1.0
+STORE_URL_SCHEMES = ("redis://", "rediss://", "unix://")
 # Agent turns stream for minutes; a rollout waits this long for open answers before it cuts
 # them. The manifests' terminationGracePeriodSeconds is sized from it.
 DEFAULT_DRAIN_TIMEOUT = 300
@@ -79,7 +87,10 @@ class HostedTools(StrEnum):
 class Settings(BaseSettings):
     """The proxy's configuration. `Settings()` reads the environment; tests pass fields."""
 
-    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore")
+    # An error names the setting, never its value: some hold keys or a password in a URL.
+    model_config = SettingsConfigDict(
+        case_sensitive=False, extra="ignore", hide_input_in_errors=True
+    )
 
     upstream_base_url: str | None = Field(
         default=None, description="upstream OpenAI API base URL, e.g. http://127.0.0.1:8001/v1"
@@ -132,6 +143,12 @@ class Settings(BaseSettings):
         default=DEFAULT_RESPONSE_STORE_SIZE, ge=0, description="0: /v1/responses keeps nothing"
     )
     response_store_ttl_seconds: float = Field(default=DEFAULT_RESPONSE_STORE_TTL_SECONDS, gt=0)
+    response_store_max_bytes: int = Field(default=DEFAULT_RESPONSE_STORE_MAX_BYTES, ge=0)
+    # A password may be in it (redis://:password@host): kept out of reprs and logs.
+    response_store_url: SecretStr | None = Field(
+        default=None, description="redis:// (or rediss://, unix://): a store replicas share"
+    )
+    response_store_timeout: float = Field(default=DEFAULT_RESPONSE_STORE_TIMEOUT, gt=0)
     hosted_tools: HostedTools = HostedTools.DROP
     debug_parser_mw: DebugMode = DebugMode.OFF
     debug_parser_mw_style: HighlightStyle = HighlightStyle.BG
@@ -187,10 +204,17 @@ class Settings(BaseSettings):
             return field.default
         return value
 
-    @field_validator("upstream_base_url", mode="before")
+    @field_validator("upstream_base_url", "response_store_url", mode="before")
     @classmethod
     def _empty_url_is_unset(cls, value: object) -> object:
         return value or None
+
+    @field_validator("response_store_url")
+    @classmethod
+    def _store_url_scheme(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is not None and not url.get_secret_value().startswith(STORE_URL_SCHEMES):
+            raise ValueError(f"must start with {', '.join(STORE_URL_SCHEMES)}")
+        return url
 
     @property
     def uses_demo_upstream(self) -> bool:

@@ -8,15 +8,18 @@ import socket
 import ssl
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
+import redis
 from hypothesis import settings
 
 pytest.register_assert_rewrite("servers")
 
+from redis_server import RedisServer  # noqa: E402
 from servers import Proxy, StartProxy, serve  # noqa: E402
 from upstream_server import ScriptedUpstream  # noqa: E402
 
@@ -128,3 +131,29 @@ def protocol_proxy(start_proxy: StartProxy, protocol: str) -> Proxy:
 def stream(request: pytest.FixtureRequest) -> bool:
     """Runs the test once non-streamed and once streamed."""
     return bool(request.param)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real redis-server for the session, on a free loopback port (see `redis_url`)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session's redis-server, emptied for this test."""
+    with redis.Redis.from_url(redis_server.url) as client:
+        client.flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own, which it may stop and start again."""
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()

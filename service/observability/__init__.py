@@ -7,7 +7,7 @@ from __future__ import annotations
 from .access_log import LOGGER_NAME, LogFormat, use_stderr_unless_configured
 from .debug import DebugMode, HighlightStyle, ParserDebug, ParserTrace, parse_traced
 from .log_config import LogLevel, configure_logging, held_records, line_formatter
-from .metrics import ProxyMetrics, UpstreamFailure, prepare_multiprocess_dir
+from .metrics import ProxyMetrics, StoreEvent, UpstreamFailure, prepare_multiprocess_dir
 from .observer import CompletionObserver
 from .request_record import NO_PROTOCOL, request_record
 from .telemetry import RequestTelemetry
@@ -24,6 +24,7 @@ __all__ = [
     "ParserTrace",
     "ProxyMetrics",
     "RequestTelemetry",
+    "StoreEvent",
     "UpstreamFailure",
     "configure_logging",
     "held_records",

@@ -53,6 +53,16 @@ class UpstreamFailure(StrEnum):
     BAD_RESPONSE = "bad_response"  # 2xx, but a body or chunk that is not a JSON object
 
 
+class StoreEvent(StrEnum):
+    """`event` of `toolcall_proxy_response_store_events_total`."""
+
+    HIT = "hit"  # a named response or item was found
+    MISS = "miss"  # not found: expired, evicted, never stored, or another client's
+    STORED = "stored"  # a response was kept
+    EVICTED = "evicted"  # an entry was dropped to keep within the count or the byte budget
+    ERROR = "error"  # the store's backend did not answer (a lookup: 503; a write: logged)
+
+
 class BoundedLabel:
     """Label values for a client-chosen name: the first `limit` distinct ones as themselves,
     every later (or overlong, empty or unprintable) one as "other", and None as "none"."""
@@ -152,6 +162,11 @@ class ProxyMetrics:
             "upstream_tokens_total",
             "Tokens the upstream reported in its usage, by kind (prompt, completion).",
             *("kind", "model"),
+        )
+        self.response_store = counter(
+            "response_store_events_total",
+            "The Responses store's lookups (hit, miss), writes, evictions and errors.",
+            "event",
         )
         self._exposed = _multiprocess_registry() if _multiprocess() else self.registry
 

@@ -6,7 +6,7 @@ Responses event stream. The upstream only ever sees chat completions."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -38,18 +38,19 @@ from ..wire import (
     read_limited,
 )
 from .events import Event, ResponseAssembler
-from .request import ResponsesRequest, parse_responses_request
+from .request import parse_responses_request
 from .store import ResponseStore
 
 logger = logging.getLogger(__name__)
 
 
 async def create_response(
-    request: Request, context: ProxyContext, store: ResponseStore
+    request: Request, context: ProxyContext, store: ResponseStore, owner: str
 ) -> Response:
-    """`POST /v1/responses`."""
-    raw = await read_limited(request, context.settings.max_request_bytes)
-    asked = parse_responses_request(raw, store, context.settings.hosted_tools)
+    """`POST /v1/responses` from the client whose key `owner` names."""
+    limit = context.settings.max_request_bytes
+    raw = await read_limited(request, limit)
+    asked = await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)
     chat = asked.chat
     record = request_record(request)
     _count_dropped_tools(context, record.request_id, asked.tools.dropped)
@@ -62,12 +63,15 @@ async def create_response(
     answer = await _chat_answer(exchange, chat, protocol, body)
     assembler = ResponseAssembler(asked.body, model=exchange.model_name(), tools=asked.tools)
 
-    def stored() -> None:
-        _store(store, asked, assembler)
+    async def stored() -> None:
+        if asked.store:
+            conversation = (*asked.inputs, *assembler.output)
+            indexed = (*asked.referenced, *assembler.output)
+            await store.put(owner, assembler.response["id"], conversation, indexed)
 
     if answer.events is None:
         response = whole_response(assembler, answer.completion or {})
-        stored()
+        await stored()
         return traced_json_response(response, answer.trace)
     events = response_events(assembler, answer.events, on_finished=stored)
     return traced_event_response(events, answer.trace, answer.upstream, context.settings)
@@ -89,11 +93,6 @@ async def _chat_answer(
     return await exchange.parsed(protocol, body)  # tools or none: the chat answer's checks
 
 
-def _store(store: ResponseStore, asked: ResponsesRequest, assembler: ResponseAssembler) -> None:
-    if asked.store:
-        store.put(assembler.response["id"], asked.inputs, assembler.output)
-
-
 def whole_response(assembler: ResponseAssembler, completion: dict[str, Any]) -> dict[str, Any]:
     """A whole chat completion's first choice as the finished `response`."""
     choice = (completion.get("choices") or [{}])[0]
@@ -113,7 +112,7 @@ async def response_events(
     assembler: ResponseAssembler,
     chat_events: AsyncIterator[bytes],
     *,
-    on_finished: Callable[[], None],
+    on_finished: Callable[[], Awaitable[None]],
 ) -> EventStream:
     """The Responses event stream for the proxy's own chat event stream of one choice (the
     upstream's chunks are checked there). A failure, in the upstream or here, ends it with
@@ -137,7 +136,7 @@ async def response_events(
                     yield _encoded(event)
                 finish_reason = choice["finish_reason"] or finish_reason
         events = assembler.finish(finish_reason, usage)
-        on_finished()
+        await on_finished()
     except ProxyError as error:
         logger.warning("upstream stream failed: %s", error.message)
         events = assembler.fail(error.body()["error"])

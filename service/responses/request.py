@@ -11,8 +11,8 @@ from typing import Any
 
 from ..chat import ChatRequest, checked_chat_request, decoded_body, invalid
 from ..settings import HostedTools
-from ..wire import ProxyError
-from .store import Item, ResponseStore
+from ..wire import ProxyError, json_value
+from .store import Found, Item, ResponseStore
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools, responses_tools
 
 # Fields copied to the chat body under the same name.
@@ -36,6 +36,10 @@ STRING_FIELDS = {
     "custom_tool_call": ("call_id", "name", "input"),
     **{kind: ("call_id",) for kind in ("tool_search_call", *CALL_OUTPUTS.values())},
 }
+NOT_KEPT = (
+    "is not in this proxy's response store (expired or evicted, stored by another worker or "
+    "replica without a shared store, or not stored for this API key)"
+)
 STORE_OFF_HINT = (
     "send the whole item instead of a reference: with `store: false` (in the Vercel AI SDK "
     "`providerOptions: {openai: {store: false}}`) clients send every earlier item in full"
@@ -48,6 +52,7 @@ class ResponsesRequest:
 
     body: dict[str, Any]
     inputs: tuple[Item, ...]  # earlier responses' items, then this request's, resolved
+    referenced: tuple[Item, ...]  # the proxy's earlier output items it named by reference
     chat: ChatRequest
     tools: ResponsesTools  # what the model is offered, and who its calls are for
 
@@ -56,16 +61,39 @@ class ResponsesRequest:
         return self.body.get("store") is not False  # stored unless the client says not to
 
 
-def parse_responses_request(
-    raw: bytes, store: ResponseStore, hosted_tools: HostedTools = HostedTools.DROP
+async def parse_responses_request(
+    raw: bytes,
+    store: ResponseStore,
+    owner: str,
+    max_bytes: int,
+    hosted_tools: HostedTools = HostedTools.DROP,
 ) -> ResponsesRequest:
-    """Decode and check a `POST /v1/responses` body.
+    """Decode and check a `POST /v1/responses` body, resolving what it names from `owner`'s
+    entries in `store`; the request with what it names must stay within `max_bytes`.
 
-    >>> parse_responses_request(b'{"model": "m", "input": "hi"}', store).chat.messages
+    >>> asked = await parse_responses_request(b'{"model": "m", "input": "hi"}', store, owner, 99)
+    >>> asked.chat.messages
     [{'role': 'user', 'content': 'hi'}]
     """
     body = decoded_body(raw)
-    inputs = (*_earlier_items(body, store), *_input_items(body.get("input"), store))
+    previous = _previous_id(body.get("previous_response_id"))
+    given = _input_items(body.get("input"))
+    named = [item["id"] for item in given if _is_reference(item)]
+    found = await store.lookup(owner, previous, named) if previous or named else Found()
+    earlier = () if previous is None else _conversation(previous, found)
+    resolved = [_resolved(item, found, f"input[{index}]") for index, item in enumerate(given)]
+    if len(raw) + found.size > max_bytes:
+        raise ProxyError(
+            413,
+            f"the request with the earlier items it names comes to {len(raw) + found.size} "
+            f"bytes, past the request limit of {max_bytes} bytes (MAX_REQUEST_BYTES); send "
+            f"fewer or shorter items, or start a new conversation",
+            code="request_too_large",
+        )
+    inputs = (*earlier, *resolved)
+    referenced = tuple(
+        item for item, asked in zip(resolved, given, strict=True) if asked is not item
+    )  # what the references resolved to
     tools = responses_tools(body.get("tools"), hosted_tools, loaded=_loaded_tools(inputs))
     messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs, tools)
     chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}
@@ -83,57 +111,60 @@ def parse_responses_request(
     if body.get("stream") is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}  # the response reports usage
-    return ResponsesRequest(body, inputs, checked_chat_request(chat), tools)
+    return ResponsesRequest(body, inputs, referenced, checked_chat_request(chat), tools)
 
 
-def _earlier_items(body: dict[str, Any], store: ResponseStore) -> tuple[Item, ...]:
-    previous = body.get("previous_response_id")
-    if previous is None:
-        return ()
-    if not isinstance(previous, str):
+def _previous_id(previous: Any) -> str | None:
+    if previous is not None and not isinstance(previous, str):
         raise invalid("'previous_response_id' must be a string", "previous_response_id")
-    conversation = store.conversation(previous)
-    if conversation is None:
+    return previous
+
+
+def _conversation(previous: str, found: Found) -> tuple[Item, ...]:
+    if found.conversation is None:
         raise ProxyError(
             400,
-            f"response {previous!r} is not in this proxy's response store (expired, or "
-            f"served by another worker or replica); {STORE_OFF_HINT}",
+            f"response {previous!r} {NOT_KEPT}; {STORE_OFF_HINT}",
             param="previous_response_id",
             code="previous_response_not_found",
         )
-    return conversation
+    return tuple(json_value(found.conversation))
 
 
-def _input_items(value: Any, store: ResponseStore) -> list[Item]:
+def _input_items(value: Any) -> list[Item]:
+    """The input as checked items; references stay as they came, for `_resolved`."""
     if value is None:
         return []
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
     if not isinstance(value, list):
         raise invalid("'input' must be a string or an array of items", "input")
-    items = []
     for index, item in enumerate(value):
         if not isinstance(item, dict):
             raise invalid("each input item must be an object", f"input[{index}]")
-        if item.get("type") == "item_reference":
-            items.append(_referenced(item.get("id"), store, f"input[{index}]"))
-        else:
+        if item.get("type") != "item_reference":
             _check_item(item, f"input[{index}]")
-            items.append(item)
-    return items
+    return value
 
 
-def _referenced(item_id: Any, store: ResponseStore, param: str) -> Item:
-    found = store.item(item_id) if isinstance(item_id, str) else None
-    if found is None:
+def _is_reference(item: Item) -> bool:
+    return item.get("type") == "item_reference" and isinstance(item.get("id"), str)
+
+
+def _resolved(item: Item, found: Found, param: str) -> Item:
+    """An input item, or for a reference the stored item it names."""
+    if item.get("type") != "item_reference":
+        return item
+    stored = found.items.get(item["id"]) if _is_reference(item) else None
+    if stored is None:
         raise ProxyError(
             400,
-            f"item {item_id!r} is not in this proxy's response store (expired, or served by "
-            f"another worker or replica); {STORE_OFF_HINT}",
+            f"item {item.get('id')!r} {NOT_KEPT}; {STORE_OFF_HINT}",
             param=param,
             code="item_not_found",
         )
-    return found
+    resolved: Item = json_value(stored)
+    return resolved
 
 
 def _check_item(item: Item, param: str) -> None:

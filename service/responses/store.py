@@ -1,79 +1,243 @@
-"""Recent Responses-API answers kept in this process's memory, so that a later request can
-name them: `previous_response_id` for a whole conversation, `item_reference` for one item.
-Bounded in count and age; what it no longer holds (or never held: another worker or replica
-served it) the caller answers with a 400 that says how to send whole items instead."""
+"""Earlier Responses-API answers kept so that a later request can name them:
+`previous_response_id` for a whole conversation, `item_reference` for one item.
+
+An entry is one response: its whole conversation (input items with references resolved,
+then its output), kept as one serialized JSON value so that it stands alone (no older entry
+has to outlive it), plus the proxy's own output items by id, each serialized on its own so
+that a reference costs one item. Every entry belongs to an owner (the client key that made
+it, as app.py names it); a lookup by another owner finds nothing, exactly as for an id never
+stored. Entries are bounded in count, in age and in serialized bytes; the oldest go first.
+
+Two backends keep the same semantics: this process's memory (`MemoryStore`, the default), or
+one Redis or Valkey server that several replicas share (`redis_store.RedisStore`)."""
 
 from __future__ import annotations
 
+import logging
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..observability import ProxyMetrics, StoreEvent
+from ..settings import Settings
+from ..wire import SERVER_ERROR, ProxyError, json_bytes
 
 Item = dict[str, Any]
+Clock = Callable[[], float]  # seconds
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class StoredResponse:
-    conversation: tuple[Item, ...]  # its input items (references resolved), then its output
-    stored_at: float
+class StoreLimits:
+    max_responses: int
+    max_bytes: int
+    ttl_seconds: float
 
 
-class ResponseStore:
-    """At most `max_responses`, each for `ttl_seconds`; the oldest go first.
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A response as it is stored: its conversation and its indexed items, serialized."""
 
-    >>> store = ResponseStore(max_responses=2, ttl_seconds=60)
-    >>> store.put("resp_1", inputs, outputs)
-    >>> store.item("msg_1"), store.conversation("resp_1")
+    conversation: bytes
+    items: dict[str, bytes]  # item id -> the item
+
+    @classmethod
+    def of(cls, conversation: Sequence[Item], indexed: Sequence[Item]) -> Entry:
+        items = {item["id"]: json_bytes(item) for item in indexed}
+        return cls(json_bytes(list(conversation)), items)
+
+    @property
+    def size(self) -> int:
+        """What the byte budget counts: the serialized values."""
+        return len(self.conversation) + sum(map(len, self.items.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a lookup found, still serialized: the conversation of the response asked for
+    (None: not found), and each item asked for that was found."""
+
+    conversation: bytes | None = None
+    items: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.conversation or b"") + sum(map(len, self.items.values()))
+
+
+class StoreUnavailable(Exception):
+    """The backend could not answer (Redis down, or too slow)."""
+
+
+def store_unavailable() -> ProxyError:
+    return ProxyError(
+        503,
+        "the response store is unavailable; try again, or send whole items instead of "
+        "references (`store: false`)",
+        error_type=SERVER_ERROR,
+        code="store_unavailable",
+    )
+
+
+class ResponseStore(ABC):
+    """What the Responses endpoint uses; the backends implement `_lookup` and `_put`.
+
+    >>> found = await store.lookup(owner, "resp_1", ["msg_1"])
+    >>> await store.put(owner, "resp_2", conversation, indexed=outputs)
     """
 
-    def __init__(
-        self,
-        *,
-        max_responses: int,
-        ttl_seconds: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._max_responses = max_responses
-        self._ttl_seconds = ttl_seconds
+    backend: ClassVar[str]
+
+    def __init__(self, limits: StoreLimits, metrics: ProxyMetrics, clock: Clock) -> None:
+        self.limits = limits
+        self._events = metrics.response_store
         self._clock = clock
-        self._responses: OrderedDict[str, StoredResponse] = OrderedDict()
-        self._items: dict[str, tuple[str, Item]] = {}  # item id -> (its response's id, item)
 
-    def put(self, response_id: str, inputs: Sequence[Item], outputs: Sequence[Item]) -> None:
-        if self._max_responses == 0:
+    async def lookup(self, owner: str, response_id: str | None, item_ids: Sequence[str]) -> Found:
+        """The named response's conversation and the named items, if `owner` stored them and
+        they are still kept. Raises a 503 `ProxyError` when the backend does not answer."""
+        try:
+            found = await self._lookup(owner, response_id, item_ids, self._clock())
+        except StoreUnavailable:
+            self._events.labels(StoreEvent.ERROR).inc()
+            raise store_unavailable() from None
+        named = (response_id is not None) + len(item_ids)
+        hits = (found.conversation is not None) + len(found.items)
+        self._events.labels(StoreEvent.HIT).inc(hits)
+        self._events.labels(StoreEvent.MISS).inc(named - hits)
+        return found
+
+    async def put(
+        self, owner: str, response_id: str, conversation: Sequence[Item], indexed: Sequence[Item]
+    ) -> None:
+        """Keep a response: its whole conversation, and `indexed` (the proxy's own output
+        items among it) findable by id. The answer has been made by now, so a backend that
+        fails here is logged and counted, never the client's error."""
+        entry = Entry.of(conversation, indexed)
+        if self.limits.max_responses == 0 or entry.size > self.limits.max_bytes:
+            return  # keeping it would mean evicting everything, and it still would not fit
+        try:
+            evicted = await self._put(owner, response_id, entry, self._clock())
+        except StoreUnavailable as error:
+            self._events.labels(StoreEvent.ERROR).inc()
+            logger.warning("response %s was not stored: %s", response_id, error)
             return
-        self._expire()
-        while len(self._responses) >= self._max_responses:
-            self._evict(next(iter(self._responses)))
-        self._responses[response_id] = StoredResponse((*inputs, *outputs), self._clock())
-        for item in (*inputs, *outputs):
-            if isinstance(item.get("id"), str):
-                self._items[item["id"]] = (response_id, item)
+        self._events.labels(StoreEvent.STORED).inc()
+        self._events.labels(StoreEvent.EVICTED).inc(evicted)
 
-    def conversation(self, response_id: str) -> tuple[Item, ...] | None:
-        self._expire()
-        stored = self._responses.get(response_id)
-        return None if stored is None else stored.conversation
+    @abstractmethod
+    async def _lookup(
+        self, owner: str, response_id: str | None, item_ids: Sequence[str], now: float
+    ) -> Found: ...
 
-    def item(self, item_id: str) -> Item | None:
-        self._expire()
-        found = self._items.get(item_id)
-        return None if found is None else found[1]
+    @abstractmethod
+    async def _put(self, owner: str, response_id: str, entry: Entry, now: float) -> int:
+        """Store `entry` after dropping the expired ones, then the oldest until it fits the
+        count and the byte budget; returns how many were dropped to make room."""
 
-    def _expire(self) -> None:
-        limit = self._clock() - self._ttl_seconds
-        while self._responses:
-            oldest_id, oldest = next(iter(self._responses.items()))
+    @abstractmethod
+    async def ready(self) -> bool:
+        """Whether the backend answers now."""
+
+
+@dataclass(slots=True)
+class _Kept:
+    stored_at: float
+    size: int
+    conversation: bytes
+    item_ids: tuple[str, ...]
+
+
+class MemoryStore(ResponseStore):
+    """This process's memory: the serialized values themselves, so that the byte budget is
+    what they take (as Python objects the same JSON takes about 8 times as much)."""
+
+    backend = "memory"
+
+    def __init__(
+        self, limits: StoreLimits, metrics: ProxyMetrics, clock: Clock = time.monotonic
+    ) -> None:
+        super().__init__(limits, metrics, clock)
+        self._entries: OrderedDict[tuple[str, str], _Kept] = OrderedDict()  # oldest first
+        # (owner, item id) -> (the entry holding it, the item)
+        self._items: dict[tuple[str, str], tuple[tuple[str, str], bytes]] = {}
+        self._bytes = 0
+
+    async def _lookup(
+        self, owner: str, response_id: str | None, item_ids: Sequence[str], now: float
+    ) -> Found:
+        self._expire(now)
+        kept = None if response_id is None else self._entries.get((owner, response_id))
+        items = {
+            item_id: self._items[(owner, item_id)][1]
+            for item_id in item_ids
+            if (owner, item_id) in self._items
+        }
+        return Found(None if kept is None else kept.conversation, items)
+
+    async def _put(self, owner: str, response_id: str, entry: Entry, now: float) -> int:
+        self._expire(now)
+        evicted = 0
+        while self._entries and (
+            len(self._entries) >= self.limits.max_responses
+            or self._bytes + entry.size > self.limits.max_bytes
+        ):
+            self._drop(next(iter(self._entries)))
+            evicted += 1
+        key = (owner, response_id)
+        self._entries[key] = _Kept(now, entry.size, entry.conversation, tuple(entry.items))
+        for item_id, item in entry.items.items():
+            self._items[(owner, item_id)] = (key, item)  # a later entry takes the item over
+        self._bytes += entry.size
+        return evicted
+
+    async def ready(self) -> bool:
+        return True
+
+    def _expire(self, now: float) -> None:
+        limit = now - self.limits.ttl_seconds
+        while self._entries:
+            oldest_key, oldest = next(iter(self._entries.items()))
             if oldest.stored_at > limit:
                 return
-            self._evict(oldest_id)
+            self._drop(oldest_key)
 
-    def _evict(self, response_id: str) -> None:
-        stored = self._responses.pop(response_id)
-        for item in stored.conversation:
-            item_id = item.get("id")
-            # A later response may hold the same item (its input named it): that one stays.
-            if isinstance(item_id, str) and self._items.get(item_id, ("",))[0] == response_id:
-                del self._items[item_id]
+    def _drop(self, key: tuple[str, str]) -> None:
+        kept = self._entries.pop(key)
+        self._bytes -= kept.size
+        owner = key[0]
+        for item_id in kept.item_ids:
+            # A later entry may have taken the item over (its request named it): it stays.
+            if self._items.get((owner, item_id), (None,))[0] == key:
+                del self._items[(owner, item_id)]
+
+
+@asynccontextmanager
+async def opened_store(settings: Settings, metrics: ProxyMetrics) -> AsyncIterator[ResponseStore]:
+    """The store the settings choose, for the app's lifetime."""
+    limits = StoreLimits(
+        max_responses=settings.response_store_size,
+        max_bytes=settings.response_store_max_bytes,
+        ttl_seconds=settings.response_store_ttl_seconds,
+    )
+    if settings.response_store_url is None:
+        yield MemoryStore(limits, metrics)
+        return
+    # Imported only here: a deployment without Redis never loads its client.
+    from .redis_store import RedisStore
+
+    store = RedisStore(
+        settings.response_store_url.get_secret_value(),
+        limits,
+        metrics,
+        timeout=settings.response_store_timeout,
+        max_connections=settings.upstream_max_connections,
+    )
+    try:
+        yield store
+    finally:
+        await store.close()

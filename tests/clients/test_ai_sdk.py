@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from node_projects import NODE, install
+from observability import scrape
 from servers import StartProxy
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
@@ -22,6 +23,7 @@ PROJECT = Path(__file__).parent / "ai_sdk"
 SCRIPT = PROJECT / "weather_agent.mjs"
 # A bound, not a wait: a hung run fails the test instead of stalling the suite.
 NODE_TIMEOUT_SECONDS = 60
+STORE_EVENTS = "toolcall_proxy_response_store_events_total"
 
 
 @pytest.fixture(scope="module")
@@ -31,28 +33,34 @@ def ai_sdk_installed() -> None:
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 @pytest.mark.parametrize(
-    ("mode", "store_size"),
+    ("mode", "store_size", "replicas"),
     [
-        ("generate", DEFAULT_RESPONSE_STORE_SIZE),
-        ("stream", DEFAULT_RESPONSE_STORE_SIZE),
-        # `store: false` needs no response store: what works behind several replicas.
-        ("stateless", 0),
+        ("generate", DEFAULT_RESPONSE_STORE_SIZE, 1),
+        ("stream", DEFAULT_RESPONSE_STORE_SIZE, 1),
+        # `store: false` needs no response store: what works behind replicas with none.
+        ("stateless", 0, 1),
+        # Two proxies sharing one Redis: the second step's item_reference lands on the other.
+        ("generate", DEFAULT_RESPONSE_STORE_SIZE, 2),
+        ("stream", DEFAULT_RESPONSE_STORE_SIZE, 2),
     ],
 )
 def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
     ai_sdk_installed: None,
     upstream: ScriptedUpstream,
     start_proxy: StartProxy,
+    request: pytest.FixtureRequest,
     mode: str,
     store_size: int,
+    replicas: int,
 ) -> None:
-    proxy = start_proxy(response_store_size=store_size)
+    shared = {"response_store_url": request.getfixturevalue("redis_url")} if replicas > 1 else {}
+    proxies = [start_proxy(response_store_size=store_size, **shared) for _ in range(replicas)]
     upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]), Reply("Sunny in Paris."))
 
     run = subprocess.run(
         [str(NODE), str(SCRIPT), mode],
         cwd=PROJECT,
-        env={**os.environ, "PROXY_URL": proxy.url + "/v1"},
+        env={**os.environ, "PROXY_URL": ",".join(proxy.url + "/v1" for proxy in proxies)},
         capture_output=True,
         text=True,
         timeout=NODE_TIMEOUT_SECONDS,
@@ -75,3 +83,5 @@ def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
     assert [message["role"] for message in history] == ["system", "user", "assistant", "user"]
     assert "Let me check." in history[2]["content"] and "Paris" in history[2]["content"]
     assert "sunny in Paris" in history[3]["content"]
+    if replicas > 1:  # the step on the second proxy found the first step's items in Redis
+        assert scrape(proxies[1].http).value(STORE_EVENTS, event="hit") > 0

@@ -290,3 +290,19 @@ def test_a_bad_configuration_is_one_json_error_line_and_exit_status_2() -> None:
     [line] = [json.loads(raw) for raw in result.stderr.splitlines()]
     assert result.returncode == 2
     assert line["level"] == "error" and "proxy_workers" in line["message"]
+
+
+def test_a_bad_store_url_is_refused_without_printing_its_password() -> None:
+    env = command_environment(RESPONSE_STORE_URL="http://:hunter2@cache:6379/0")
+
+    result = subprocess.run(
+        [sys.executable, "-m", "service"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=EXIT_WITHIN_SECONDS,
+    )
+
+    assert result.returncode == 2
+    assert "response_store_url" in result.stderr and "redis://" in result.stderr
+    assert "hunter2" not in result.stderr + result.stdout

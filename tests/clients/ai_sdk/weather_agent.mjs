@@ -2,6 +2,8 @@
 // run against the proxy: one weather tool executed, then a text answer (two steps).
 // Usage: PROXY_URL=http://127.0.0.1:8000/v1 node weather_agent.mjs generate|stream|stateless
 // (stateless: generate with `store: false`, every earlier item sent whole, none by reference)
+// PROXY_URL may list several proxies, comma-separated: the requests take turns among them, as a
+// Service spreads them over replicas.
 // Prints one JSON line: the final text, every step's tool calls and results, and the finish.
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, stepCountIs, streamText, tool } from "ai";
@@ -10,7 +12,12 @@ import { z } from "zod";
 // Two steps suffice (the call, then the answer); a third would mean the proxy lost the result.
 const MAX_STEPS = 3;
 
-const openai = createOpenAI({ baseURL: process.env.PROXY_URL, apiKey: "unused" });
+const proxies = process.env.PROXY_URL.split(",");
+let requests = 0;
+// Each request to the first proxy's URL goes to the next proxy in turn.
+const takingTurns = (url, init) =>
+  fetch(String(url).replace(proxies[0], proxies[requests++ % proxies.length]), init);
+const openai = createOpenAI({ baseURL: proxies[0], apiKey: "unused", fetch: takingTurns });
 const options = {
   model: openai("test-model"),
   system: "Answer weather questions with the tool.",

@@ -1,48 +1,195 @@
-"""The Responses store: bounded by count and age, items findable while their response is."""
+"""The Responses store, each test run on both backends (this process's memory, and a real
+redis-server): the same owners, age, count, byte budget and eviction order. A Redis that does
+not answer is a 503 for a lookup and a logged, counted error for a write."""
 
 from __future__ import annotations
 
-from service.responses.store import ResponseStore
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
-QUESTION = {"type": "message", "role": "user", "content": "hi"}
+import pytest
+from redis_server import free_port
+
+from service.observability import ProxyMetrics
+from service.responses.redis_store import RedisStore
+from service.responses.store import Entry, MemoryStore, ResponseStore, StoreLimits
+from service.wire import ProxyError, json_value
+
+ALICE, BOB = "owner-a", "owner-b"
+QUESTION = {"id": "msg_chosen_by_the_client", "type": "message", "role": "user", "content": "hi"}
 ANSWER = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+LATER = {"id": "msg_2", "type": "message", "role": "assistant", "content": []}
+TTL = 60.0
 
 
 class Clock:
+    """Time the test moves; it starts now, since Redis expires keys on the real clock."""
+
     def __init__(self) -> None:
-        self.now = 0.0
+        self.now = time.time()
 
     def __call__(self) -> float:
         return self.now
 
 
-def test_a_response_and_its_items_are_found_until_their_age_passes_the_ttl() -> None:
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def metrics() -> ProxyMetrics:
+    return ProxyMetrics()
+
+
+@pytest.fixture
+def kept(backend: str, request: pytest.FixtureRequest, metrics: ProxyMetrics) -> Any:
+    """`async with kept(max_bytes=...) as store`: a store of the test's backend."""
+    url = request.getfixturevalue("redis_url") if backend == "redis" else ""
+
+    @asynccontextmanager
+    async def open_store(
+        *, max_responses: int = 10, max_bytes: int = 10**6, clock: Clock | None = None
+    ) -> AsyncIterator[ResponseStore]:
+        limits = StoreLimits(max_responses=max_responses, max_bytes=max_bytes, ttl_seconds=TTL)
+        if backend == "memory":
+            yield MemoryStore(limits, metrics, clock or time.monotonic)
+            return
+        store = RedisStore(url, limits, metrics, timeout=5, max_connections=4, clock=clock)
+        try:
+            yield store
+        finally:
+            await store.close()
+
+    return open_store
+
+
+async def found(store: ResponseStore, owner: str, response_id: str, *item_ids: str) -> Any:
+    """The conversation and the items found, decoded."""
+    result = await store.lookup(owner, response_id, item_ids)
+    conversation = None if result.conversation is None else json_value(result.conversation)
+    return conversation, {key: json_value(value) for key, value in result.items.items()}
+
+
+def event_count(metrics: ProxyMetrics, event: str) -> float:
+    value = metrics.registry.get_sample_value(
+        "toolcall_proxy_response_store_events_total", {"event": event}
+    )
+    return value or 0.0
+
+
+@pytest.mark.anyio
+async def test_a_response_and_its_items_are_found_until_their_age_passes_the_ttl(
+    kept: Any,
+) -> None:
     clock = Clock()
-    store = ResponseStore(max_responses=10, ttl_seconds=60, clock=clock)
-    store.put("resp_1", [QUESTION], [ANSWER])
+    async with kept(clock=clock) as store:
+        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
 
-    clock.now = 59
-    assert store.conversation("resp_1") == (QUESTION, ANSWER)
-    assert store.item("msg_1") == ANSWER
-
-    clock.now = 60
-    assert (store.conversation("resp_1"), store.item("msg_1")) == (None, None)
-
-
-def test_the_oldest_response_goes_first_and_takes_only_its_own_items() -> None:
-    store = ResponseStore(max_responses=2, ttl_seconds=60)
-    store.put("resp_1", [QUESTION], [ANSWER])
-    later = {"id": "msg_2", "type": "message", "role": "assistant", "content": []}
-    store.put("resp_2", [QUESTION, ANSWER], [later])  # its input holds resp_1's item again
-    store.put("resp_3", [], [])
-
-    assert store.conversation("resp_1") is None
-    assert store.conversation("resp_2") == (QUESTION, ANSWER, later)
-    assert store.item("msg_1") == ANSWER  # still held by resp_2
+        clock.now += TTL - 1
+        assert await found(store, ALICE, "resp_1", "msg_1") == (
+            [QUESTION, ANSWER],
+            {"msg_1": ANSWER},
+        )
+        clock.now += 2  # past the TTL (Redis keeps times in milliseconds)
+        assert await found(store, ALICE, "resp_1", "msg_1") == (None, {})
 
 
-def test_size_zero_keeps_nothing() -> None:
-    store = ResponseStore(max_responses=0, ttl_seconds=60)
-    store.put("resp_1", [QUESTION], [ANSWER])
+@pytest.mark.anyio
+async def test_another_owner_finds_nothing_as_if_it_had_never_been_stored(
+    kept: Any, metrics: ProxyMetrics
+) -> None:
+    async with kept() as store:
+        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
 
-    assert (store.conversation("resp_1"), store.item("msg_1")) == (None, None)
+        assert await found(store, BOB, "resp_1", "msg_1") == (None, {})
+        assert await found(store, BOB, "resp_never", "msg_never") == (None, {})
+        assert (event_count(metrics, "miss"), event_count(metrics, "hit")) == (4, 0)
+
+
+@pytest.mark.anyio
+async def test_only_the_items_given_as_indexed_are_found_by_id(kept: Any) -> None:
+    async with kept() as store:
+        # The client chose its question's id: naming it later must not find it.
+        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+
+        assert await found(store, ALICE, "resp_1", QUESTION["id"], "msg_1") == (
+            [QUESTION, ANSWER],
+            {"msg_1": ANSWER},
+        )
+
+
+@pytest.mark.anyio
+async def test_the_byte_budget_counts_serialized_entries_and_evicts_the_oldest_first(
+    kept: Any, metrics: ProxyMetrics
+) -> None:
+    entry_size = Entry.of([QUESTION, ANSWER], [ANSWER]).size
+    async with kept(max_bytes=2 * entry_size) as store:
+        for number in (1, 2, 3):
+            answer = {**ANSWER, "id": f"msg_{number}"}
+            await store.put(ALICE, f"resp_{number}", [QUESTION, answer], [answer])
+
+        assert await found(store, ALICE, "resp_1", "msg_1") == (None, {})
+        for number in (2, 3):
+            conversation, items = await found(store, ALICE, f"resp_{number}", f"msg_{number}")
+            assert conversation is not None and items.keys() == {f"msg_{number}"}
+        assert (event_count(metrics, "stored"), event_count(metrics, "evicted")) == (3, 1)
+
+
+@pytest.mark.anyio
+async def test_an_item_a_later_response_named_outlives_the_response_that_made_it(
+    kept: Any,
+) -> None:
+    async with kept(max_responses=2) as store:
+        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+        # resp_2's request named msg_1: indexed again, under resp_2.
+        await store.put(ALICE, "resp_2", [QUESTION, ANSWER, LATER], [ANSWER, LATER])
+        await store.put(ALICE, "resp_3", [QUESTION], [])
+
+        assert await found(store, ALICE, "resp_1", "msg_1", "msg_2") == (
+            None,
+            {"msg_1": ANSWER, "msg_2": LATER},
+        )
+
+
+@pytest.mark.anyio
+async def test_an_entry_past_the_whole_budget_is_not_kept_and_evicts_nothing(
+    kept: Any, metrics: ProxyMetrics
+) -> None:
+    small = Entry.of([QUESTION], []).size
+    async with kept(max_bytes=small + 1) as store:
+        await store.put(ALICE, "resp_small", [QUESTION], [])
+        await store.put(ALICE, "resp_large", [QUESTION, ANSWER], [ANSWER])
+
+        assert (await found(store, ALICE, "resp_small"))[0] == [QUESTION]
+        assert await found(store, ALICE, "resp_large", "msg_1") == (None, {})
+        assert event_count(metrics, "evicted") == 0
+
+
+@pytest.mark.anyio
+async def test_size_zero_keeps_nothing(kept: Any) -> None:
+    async with kept(max_responses=0) as store:
+        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+
+        assert await found(store, ALICE, "resp_1", "msg_1") == (None, {})
+
+
+@pytest.mark.anyio
+async def test_a_redis_that_does_not_answer_is_a_503_for_lookups_and_a_counted_error_for_writes(
+    metrics: ProxyMetrics,
+) -> None:
+    limits = StoreLimits(max_responses=10, max_bytes=10**6, ttl_seconds=TTL)
+    nobody = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    store = RedisStore(nobody, limits, metrics, timeout=5, max_connections=4)
+    try:
+        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])  # logged, not raised
+        with pytest.raises(ProxyError) as raised:
+            await store.lookup(ALICE, "resp_1", ["msg_1"])
+        assert not await store.ready()
+    finally:
+        await store.close()
+
+    assert (raised.value.status, raised.value.code) == (503, "store_unavailable")
+    assert event_count(metrics, "error") == 2
