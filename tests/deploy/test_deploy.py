@@ -39,6 +39,7 @@ LIVENESS_PATH = "/healthz"
 READINESS_PATH = "/readyz"
 METRICS_PATH = "/metrics"
 PROXY_CONTAINER = "proxy"
+PROXY_NAME = "toolcall-proxy"  # the app.kubernetes.io/name of the proxy's manifests
 # Kubernetes' schema version to validate against: the oldest minor release still commonly run.
 KUBERNETES_VERSION = "1.30"
 # The series each metric type exposes (prometheus-client's `_created` samples aside).
@@ -68,9 +69,20 @@ def rendered(kustomization: str) -> tuple[dict[str, Any], ...]:
     return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc)
 
 
-def only(kustomization: str, kind: str) -> dict[str, Any]:
-    [manifest] = [doc for doc in rendered(kustomization) if doc["kind"] == kind]
+def only(kustomization: str, kind: str, name: str = PROXY_NAME) -> dict[str, Any]:
+    """The one manifest of `kind` belonging to `name`'s app: those labelled with another
+    app's name (the shared store's) are left out."""
+    [manifest] = [
+        doc
+        for doc in rendered(kustomization)
+        if doc["kind"] == kind and app_name(doc) in (None, name)
+    ]
     return manifest
+
+
+def app_name(manifest: dict[str, Any]) -> str | None:
+    labels: dict[str, str] = manifest["metadata"].get("labels", {})
+    return labels.get("app.kubernetes.io/name")
 
 
 def proxy_container(kustomization: str) -> dict[str, Any]:
@@ -269,6 +281,46 @@ def test_autoscaler_and_disruption_budget_cover_the_standalone_deployment() -> N
     assert budget["minAvailable"] < autoscaler["minReplicas"]
 
 
+@pytest.mark.parametrize("kustomization", PROXY_KUSTOMIZATIONS)
+def test_proxy_replicas_beyond_one_share_a_store_served_beside_them(kustomization: str) -> None:
+    """A conversation's next turn may land on any replica: with more than one, every one
+    must name the same Redis, here a Service of the same kustomization, on its store's port."""
+    deployment = only(kustomization, "Deployment")["spec"]
+    autoscalers = [
+        doc for doc in rendered(kustomization) if doc["kind"] == "HorizontalPodAutoscaler"
+    ]
+    most = max([deployment.get("replicas", 1)] + [a["spec"]["maxReplicas"] for a in autoscalers])
+    store_url = only(kustomization, "ConfigMap")["data"].get("RESPONSE_STORE_URL")
+
+    if most == 1:
+        assert store_url is None  # one pod: its memory is the store
+        return
+    assert store_url is not None
+    url = urlsplit(store_url)
+    service = only(kustomization, "Service", name=str(url.hostname))
+    store = only(kustomization, "Deployment", name=str(url.hostname))["spec"]["template"]
+    [container] = store["spec"]["containers"]
+    [port] = [port for port in service["spec"]["ports"] if port["port"] == url.port]
+    assert url.scheme == "redis"
+    assert service["spec"]["selector"].items() <= store["metadata"]["labels"].items()
+    assert port["targetPort"] in {port["name"] for port in container["ports"]}
+    assert "--save" in container["args"]  # a cache: nothing on disk
+    assert all(autoscaler["spec"]["minReplicas"] > 1 for autoscaler in autoscalers)
+
+
+def test_only_the_proxy_pods_reach_the_shared_store() -> None:
+    [policy] = [doc for doc in rendered("standalone") if doc["kind"] == "NetworkPolicy"]
+    store_labels = only("standalone", "Deployment", name=policy["metadata"]["name"])["spec"][
+        "template"
+    ]["metadata"]["labels"]
+    proxy_labels = only("standalone", "Deployment")["spec"]["template"]["metadata"]["labels"]
+    [rule] = policy["spec"]["ingress"]
+    [source] = rule["from"]
+
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= store_labels.items()
+    assert source["podSelector"]["matchLabels"].items() <= proxy_labels.items()
+
+
 def test_service_monitor_scrapes_the_proxy_service_metrics() -> None:
     monitor = only("monitoring", "ServiceMonitor")["spec"]
     service = only("standalone", "Service")
@@ -417,6 +469,12 @@ def test_compose_proxy_is_built_here_and_published_on_its_port() -> None:
     assert set(proxy.get("environment") or {}) <= settings_env_names()
 
 
+def compose_value(value: str) -> str:
+    """A compose value as compose interpolates it with nothing set: `${NAME:-default}` is
+    `default`."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+
+
 def test_compose_proxy_without_upstream_url_uses_the_embedded_demo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -424,10 +482,27 @@ def test_compose_proxy_without_upstream_url_uses_the_embedded_demo(
     for name in settings_env_names():  # the developer's own exported knobs must not leak in
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
-        monkeypatch.setenv(name, value)
+        monkeypatch.setenv(name, compose_value(value))
 
     assert "UPSTREAM_BASE_URL" not in environment
     assert Settings().uses_demo_upstream
+
+
+def test_compose_offers_the_shared_store_behind_a_profile_the_proxy_can_be_pointed_at() -> None:
+    services = compose_services()
+    [name] = [
+        name for name, service in services.items() if "shared-store" in service.get("profiles", ())
+    ]
+    store = services[name]
+    proxy_store_url = services["proxy"]["environment"]["RESPONSE_STORE_URL"]
+
+    assert "profiles" not in services["proxy"]  # the proxy starts without the profile
+    assert compose_value(proxy_store_url) == ""  # and then keeps responses in its memory
+    assert "ports" not in store  # only the proxy reaches it
+    assert "--save" in store["command"]  # a cache: nothing on disk
+    # The file's own instructions name the service and its port.
+    assert f"RESPONSE_STORE_URL=redis://{name}:6379/0" in COMPOSE_FILE.read_text()
+    assert "--profile shared-store" in COMPOSE_FILE.read_text()
 
 
 def test_prometheus_scrapes_the_compose_proxy_metrics_on_its_api_port() -> None:
