@@ -76,3 +76,11 @@ def test_contention_runs_both_servers_beside_busy_processes_and_probes_each_afte
         assert found, out
         assert found[1] == "yes", out  # the server still answers once its load is over
     assert re.search(r"^proxy >= 0.9x the relay's completed.*: (met|NOT met)$", out, re.M), out
+
+
+def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes() -> None:
+    out = run("response_store.py", "--sizes", "1000", "--requests", "3")
+
+    for backend in ("memory", "redis"):
+        assert re.search(rf"^{backend}\s+1000(\s+-?[\d.]+){{5}}$", out, re.MULTILINE), out
+    assert re.search(r"^\s+1000\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+-?\d+$", out, re.MULTILINE), out
