@@ -271,6 +271,17 @@ def test_banner_asks_for_a_real_upstreams_model_not_the_demo_one(
     assert '"model":"MODEL"' in with_upstream and "/v1/models lists" in with_upstream
 
 
+def refused_command(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`toolcall-proxy` run in `env`, which it should refuse at once."""
+    return subprocess.run(
+        [sys.executable, "-m", "service"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=EXIT_WITHIN_SECONDS,
+    )
+
+
 def test_a_bad_configuration_is_one_json_error_line_and_exit_status_2() -> None:
     env = {
         name: value
@@ -279,13 +290,7 @@ def test_a_bad_configuration_is_one_json_error_line_and_exit_status_2() -> None:
     }
     env.update({"LOG_FORMAT": "json", "PROXY_WORKERS": "0"})
 
-    result = subprocess.run(
-        [sys.executable, "-m", "service"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=EXIT_WITHIN_SECONDS,
-    )
+    result = refused_command(env)
 
     [line] = [json.loads(raw) for raw in result.stderr.splitlines()]
     assert result.returncode == 2
@@ -293,16 +298,8 @@ def test_a_bad_configuration_is_one_json_error_line_and_exit_status_2() -> None:
 
 
 def test_a_bad_store_url_is_refused_without_printing_its_password() -> None:
-    env = command_environment(RESPONSE_STORE_URL="http://:hunter2@cache:6379/0")
-
-    result = subprocess.run(
-        [sys.executable, "-m", "service"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=EXIT_WITHIN_SECONDS,
-    )
+    result = refused_command(command_environment(RESPONSE_STORE_URL="http://:pw@cache:6379/0"))
 
     assert result.returncode == 2
     assert "response_store_url" in result.stderr and "redis://" in result.stderr
-    assert "hunter2" not in result.stderr + result.stdout
+    assert ":pw@" not in result.stderr + result.stdout
