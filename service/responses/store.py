@@ -100,6 +100,7 @@ class ResponseStore(ABC):
     async def lookup(self, owner: str, response_id: str | None, item_ids: Sequence[str]) -> Found:
         """The named response's conversation and the named items, if `owner` stored them and
         they are still kept. Raises a 503 `ProxyError` when the backend does not answer."""
+        item_ids = list(dict.fromkeys(item_ids))  # an item named twice is looked up once
         try:
             found = await self._lookup(owner, response_id, item_ids, self._clock())
         except StoreUnavailable:

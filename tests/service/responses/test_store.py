@@ -107,6 +107,8 @@ async def test_another_owner_finds_nothing_as_if_it_had_never_been_stored(
         assert await found(store, BOB, "resp_1", "msg_1") == (None, {})
         assert await found(store, BOB, "resp_never", "msg_never") == (None, {})
         assert (event_count(metrics, "miss"), event_count(metrics, "hit")) == (4, 0)
+        await found(store, ALICE, "resp_1", "msg_1", "msg_1")  # one item named twice
+        assert (event_count(metrics, "miss"), event_count(metrics, "hit")) == (4, 2)
 
 
 @pytest.mark.anyio
