@@ -5,12 +5,14 @@ port, as a restarted server comes back) when the test says so.
 >>> server = RedisServer(tmp_path)
 >>> server.start()  # returns once the server has said it accepts connections
 >>> server.url  # "redis://127.0.0.1:PORT/0"
+>>> server.pause(); server.resume()  # stuck (SIGSTOP), then going again
 >>> server.stop()
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -67,6 +69,15 @@ class RedisServer:
             self._process.terminate()
             self._process.wait(STOP_BOUND_SECONDS)
             self._process = None
+
+    def pause(self) -> None:
+        """Stopped, not gone: connections still open, and nothing answered on them."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
 
     def _read_log(self, process: subprocess.Popen[bytes], ready: threading.Event) -> None:
         """Keep every line; `ready` is set at the ready line, or at the end if it never came."""

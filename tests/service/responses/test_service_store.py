@@ -186,6 +186,25 @@ def test_redis_down_is_a_503_and_the_store_recovers_when_it_is_back(
     assert len(upstream.chat_requests) == 3  # the refused request never went upstream
 
 
+def test_a_stuck_redis_is_a_503_after_the_store_timeout_not_a_hang(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, own_redis: RedisServer
+) -> None:
+    # The client's own timeout (10 s) is far above the store's, so a hang fails the test.
+    proxy = start_proxy(response_store_url=own_redis.url, response_store_timeout=0.2)
+    upstream.script(Reply("Hi."), Reply("Hi again."))
+    first = respond(proxy, False, input="Hello")
+
+    own_redis.pause()
+    try:
+        stuck = post(proxy, previous_response_id=first["id"], input="Again")
+    finally:
+        own_redis.resume()
+    continued = post(proxy, previous_response_id=first["id"], input="Again")
+
+    assert stuck.status_code == 503 and stuck.json()["error"]["code"] == "store_unavailable"
+    assert continued.status_code == 200, continued.text
+
+
 def test_readyz_reports_the_memory_store(proxy: Proxy) -> None:
     ready = proxy.http.get("/readyz")
 
