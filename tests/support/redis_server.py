@@ -61,8 +61,9 @@ class RedisServer:
         ready = threading.Event()
         # Its log is read to the end (and kept), so that the server never blocks on the pipe.
         threading.Thread(target=self._read_log, args=(self._process, ready), daemon=True).start()
-        assert ready.wait(START_BOUND_SECONDS), "redis-server said nothing in time"
-        assert self._process.poll() is None, f"redis-server exited: {b''.join(self.log).decode()}"
+        if not ready.wait(START_BOUND_SECONDS) or self._process.poll() is not None:
+            self.stop()  # a server that failed to start is not left running
+            raise AssertionError(f"redis-server did not start: {b''.join(self.log).decode()}")
 
     def stop(self) -> None:
         if self._process is not None:
