@@ -145,15 +145,17 @@ class PartWriter:
 
     Whitespace-only text next to calls is layout (the line breaks around a call): it is held
     until text that is not whitespace follows, and dropped if a call or the end comes first.
-    Clients would otherwise show it as a message of its own."""
+    Clients would otherwise show it as a message of its own. An output with no call at all
+    has no layout: a whole answer that is only whitespace is its text."""
 
-    __slots__ = ("_block", "_blocks", "_layout", "_parts")
+    __slots__ = ("_block", "_blocks", "_called", "_layout", "_parts")
 
     def __init__(self) -> None:
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
         self._layout = ""
+        self._called = False  # a call part was written: whitespace beside it is layout
 
     def text(self, text: str) -> None:
         if not text:
@@ -190,7 +192,15 @@ class PartWriter:
 
     def call_part(self, part: Part) -> None:
         self.close_text()
+        self._called = True
         self._parts.append(part)
+
+    def end(self) -> None:
+        """The output ended: held whitespace is layout only if a call was written."""
+        if self._layout and not self._called:
+            layout, self._layout = self._layout, ""
+            self._parts.append(TextDelta(self._open_block(), layout))
+        self.close_text()
 
     def take(self) -> list[Part]:
         parts, self._parts = self._parts, []

@@ -138,7 +138,7 @@ class TagStreamParser(StreamParser):
         if self._in_think:
             out.marker(ThinkEnd(""))
             self._in_think = False
-        out.close_text()
+        out.end()
         return out.take()
 
     def _take_held_pieces(self) -> str:

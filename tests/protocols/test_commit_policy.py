@@ -96,7 +96,8 @@ def test_a_streamed_call_that_fails_ends_unfinished_with_its_text_recorded(
         pytest.param("\n \n{call}\n\n{call}  \n", "", id="between-and-after-calls"),
         pytest.param("Done:\n{call}\n", "Done:\n", id="text-then-call"),
         pytest.param("{call}\n\nAll written.", "\n\nAll written.", id="call-then-text"),
-        pytest.param(" \n\t", "", id="whitespace-only-answer"),
+        # With no call anywhere there is no layout: the answer is its text.
+        pytest.param(" \n\t", " \n\t", id="whitespace-only-answer"),
         # Next to a think block, not a call: text (the tags themselves are not in `text`).
         pytest.param("\n<think>\n</think>\n{call}", "\n\n\n", id="think"),
     ],

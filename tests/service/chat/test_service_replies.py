@@ -31,6 +31,17 @@ def test_text_only_reply_comes_back_as_content(
     assert (completion.tool_calls, completion.finish_reason) == ([], "stop")
 
 
+def test_an_answer_of_only_whitespace_keeps_its_text(
+    upstream: ScriptedUpstream, protocol_proxy: Proxy, stream: bool
+) -> None:
+    """Whitespace is layout only beside a call; with no call anywhere it is the answer."""
+    upstream.script(Reply("\n", " \n\t"))
+
+    completion = protocol_proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
+
+    assert (completion.content, completion.finish_reason) == ("\n \n\t", "stop")
+
+
 def test_one_call_comes_back_as_a_tool_call(
     upstream: ScriptedUpstream, protocol_proxy: Proxy, protocol: str, stream: bool
 ) -> None:
