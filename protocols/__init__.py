@@ -2,6 +2,7 @@
 
 from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
 from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
+from .commit_policy import new_call_id
 from .forced_call import parse_forced_call, render_forced_call_prompt
 from .free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
 from .parts import (
@@ -51,6 +52,7 @@ __all__ = [
     "free_form_input",
     "free_form_tool",
     "get_protocol",
+    "new_call_id",
     "parse_forced_call",
     "parse_relaxed_json",
     "protocol_names",

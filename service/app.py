@@ -43,6 +43,7 @@ def build_router(settings: Settings) -> Router:
         model=None,
         protocol_name=settings.tool_protocol,
         api_key=settings.upstream_api_key,
+        native_tools=settings.upstream_native_tools,
     )
     routes = {} if settings.routes_file is None else load_routes(settings.routes_file, default)
     return Router(default, routes)

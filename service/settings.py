@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     off_protocol_calls: bool = Field(
         default=True, description="read an answer that is only call JSON objects as calls"
     )
+    upstream_native_tools: bool = Field(
+        default=False, description="the upstream calls tools itself: pass them through"
+    )
     metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"
     )

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocols import (
@@ -20,9 +22,13 @@ from protocols import (
     ToolCallUnfinished,
     ToolSpec,
     free_form_input,
+    new_call_id,
 )
 
+from ..upstream import CallFragment
 from ..wire import json_bytes
+
+logger = logging.getLogger(__name__)
 
 Delta = dict[str, Any]
 ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
@@ -33,9 +39,24 @@ FUNCTION, CUSTOM = "function", "custom"
 CALL_TEXT = {FUNCTION: "arguments", CUSTOM: "input"}
 
 
+@dataclass(slots=True)
+class _NativeCall:
+    """A call the upstream made itself, as its fragments arrive."""
+
+    id: str
+    kind: str
+    held: list[str] = field(default_factory=list)  # arguments sent before its name
+    dropped: bool = False
+
+
 class DeltaMapper:
     """One choice's parts as deltas; call indexes dense from 0 in the order calls start. A
     call to a free-form tool is a `custom` call, its arguments sent as the text they carry.
+
+    With `native` (an upstream that calls tools itself), the upstream's own calls are
+    relayed as their fragments come (`native`), and the calls parsed out of its text are
+    rescued: held, and sent after them when the choice ends (`rescued`), so their indexes
+    follow the upstream's, streamed or not.
 
     >>> mapper = DeltaMapper(think_as_reasoning=False, single_call=False)
     >>> mapper.deltas([TextDelta("t1", "Hi"), ToolCall("call_1", "f", "{}", {}, "...")])
@@ -48,20 +69,28 @@ class DeltaMapper:
         think_as_reasoning: bool,
         single_call: bool,
         tools: Sequence[ToolSpec] = (),
+        native: bool = False,
         on_call: Callable[[str], None] | None = None,
         on_dropped_call: Callable[[str], None] | None = None,
+        on_rescued_call: Callable[[str], None] | None = None,
     ) -> None:
         self._think_as_reasoning = think_as_reasoning
         self._single_call = single_call
         self._free_form = frozenset(tool.name for tool in tools if tool.free_form)
+        self._native = native
         self._on_call = on_call  # told each completed call's name
         self._on_dropped_call = on_dropped_call
+        self._on_rescued_call = on_rescued_call
         self._in_think = False
         self._indexes: dict[str, int] = {}  # call id -> index, for every call whose start went out
         self._inputs: dict[str, FreeFormInputStream] = {}  # free-form call id -> its text so far
         self._dropped: set[str] = set()
+        self._native_calls: dict[object, _NativeCall] = {}  # by the upstream's index (or id)
+        self._last_native: object = None
+        self._rescued: list[ToolCall] = []  # parsed out of a native upstream's text, held
         self.completed_calls = 0
         self.unfinished_call = False
+        self.relayed_calls = 0  # the upstream's own calls sent
 
     def deltas(self, parts: Iterable[Part]) -> list[Delta]:
         out: list[Delta] = []
@@ -81,9 +110,72 @@ class DeltaMapper:
                 if index is not None:
                     out.extend(self._call_text(part.id, part.arguments))
             elif isinstance(part, ToolCall):
-                out.extend(self._complete(part))
+                if self._native:
+                    self._rescued.append(part)
+                else:
+                    out.extend(self._complete(part))
             elif isinstance(part, ToolCallUnfinished) and part.id in self._indexes:
                 self.unfinished_call = True
+        return out
+
+    def native(self, fragments: Iterable[CallFragment]) -> list[Delta]:
+        """The upstream's own calls, relayed under this answer's indexes: each starts once
+        its name is known, and its arguments go out as they come."""
+        out: list[Delta] = []
+        for fragment in fragments:
+            call = self._native_call(fragment)
+            if call.dropped:
+                continue
+            index = self._indexes.get(call.id)
+            if index is None:
+                if fragment.name is None:
+                    call.held.append(fragment.text)
+                    continue
+                if not self._admit(call.id, fragment.name):
+                    call.dropped = True
+                    continue
+                self.relayed_calls += 1
+                self._completed(fragment.name)
+                index = self._indexes[call.id]
+                out.append(_call_start_delta(index, call.id, call.kind, fragment.name))
+                call.held.append(fragment.text)
+                text, call.held = "".join(call.held), []
+            else:
+                text = fragment.text
+            if text:
+                out.append(_call_fragment(index, call.kind, text))
+        return out
+
+    def _native_call(self, fragment: CallFragment) -> _NativeCall:
+        """The upstream call this fragment belongs to: by its index; without one, a new
+        call when it carries a new id, else the last call."""
+        key: object = fragment.index
+        if key is None:
+            last = self._native_calls.get(self._last_native)
+            new_id = fragment.id is not None and (last is None or fragment.id != last.id)
+            key = ("id", fragment.id) if new_id else self._last_native
+        call = self._native_calls.get(key)
+        if call is None:
+            call_id = fragment.id
+            if call_id is None or call_id in self._indexes or call_id in self._dropped:
+                call_id = new_call_id()
+            call = self._native_calls[key] = _NativeCall(call_id, fragment.kind)
+        self._last_native = key
+        return call
+
+    def rescued(self) -> list[Delta]:
+        """The calls parsed out of a native upstream's text, after its own: the choice ended.
+        A call of its own that never got a name is not sent (there is nothing to call)."""
+        held, self._rescued = self._rescued, []
+        out: list[Delta] = []
+        for call in held:
+            deltas = self._complete(call)
+            if deltas and self._on_rescued_call is not None:
+                self._on_rescued_call(call.name)
+            out.extend(deltas)
+        for native in self._native_calls.values():
+            if native.id not in self._indexes and not native.dropped:
+                logger.warning("the upstream sent a tool call without a name; not sent")
         return out
 
     def _complete(self, call: ToolCall) -> list[Delta]:
@@ -105,12 +197,7 @@ class DeltaMapper:
         if name in self._free_form:
             kind = CUSTOM
             self._inputs[call_id] = FreeFormInputStream()
-        payload = {"name": name, CALL_TEXT[kind]: ""}
-        return {
-            "tool_calls": [
-                {"index": self._indexes[call_id], "id": call_id, "type": kind, kind: payload}
-            ]
-        }
+        return _call_start_delta(self._indexes[call_id], call_id, kind, name)
 
     def _call_text(self, call_id: str, fragment: str) -> list[Delta]:
         """A streamed call's next argument fragment, as the text it adds for a custom call."""
@@ -136,12 +223,15 @@ class DeltaMapper:
 
 
 def finish_reason(upstream_reason: str | None, mapper: DeltaMapper) -> str:
-    """ "length" for a call cut off by the token limit, "tool_calls" when calls were made,
-    else the upstream's own reason."""
-    if mapper.unfinished_call and upstream_reason == "length":
+    """ "length" for a call cut off by the token limit (any of the upstream's own calls may
+    be), "tool_calls" when calls were made, else the upstream's own reason ("stop" for a
+    "tool_calls" whose calls were none)."""
+    if upstream_reason == "length" and (mapper.unfinished_call or mapper.relayed_calls):
         return "length"
     if mapper.completed_calls:
         return "tool_calls"
+    if upstream_reason == "tool_calls":
+        return "stop"
     return upstream_reason or "stop"
 
 
@@ -153,6 +243,12 @@ def _append_text(out: list[Delta], key: str, text: str) -> None:
         out[-1][key] += text
     else:
         out.append({key: text})
+
+
+def _call_start_delta(index: int, call_id: str, kind: str, name: str) -> Delta:
+    """A call's first delta: its index, id, type and name, and no text yet."""
+    payload = {"name": name, CALL_TEXT[kind]: ""}
+    return {"tool_calls": [{"index": index, "id": call_id, "type": kind, kind: payload}]}
 
 
 def _call_fragment(index: int, kind: str, text: str) -> Delta:

@@ -21,7 +21,14 @@ from ..observability import (
     request_record,
 )
 from ..settings import Settings
-from ..upstream import ClosingResponse, Target, UpstreamStream, checked_answer, relayed
+from ..upstream import (
+    ClosingResponse,
+    Target,
+    UpstreamStream,
+    call_fragments,
+    checked_answer,
+    relayed,
+)
 from ..wire import (
     EventStream,
     ProxyError,
@@ -60,12 +67,18 @@ async def create_completion(request: Request, context: ProxyContext) -> Response
         as_sent = raw if target.model is None else json_bytes({**chat.body, "model": target.model})
         return await exchange.relay(as_sent)
     protocol = context.router.protocol_for(target)
-    body = json_bytes(rewrite_request(chat, protocol, target.model))
-    if chat.choice in FORCED_CHOICES:
-        return answer_response(await exchange.forced_call(protocol, body), context.settings)
+    body = exchange.upstream_body(protocol)
     if not chat.tools or chat.choice is ChoiceMode.NONE:
-        return await exchange.relay(body)  # the history's rewrite was all there was to do
-    return answer_response(await exchange.parsed(protocol, body), context.settings)
+        # The history's rewrite (or, to an upstream that calls tools itself, nothing) was
+        # all there was to do.
+        return await exchange.relay(json_bytes(body))
+    return answer_response(await exchange.answered(protocol, body), context.settings)
+
+
+def native_body(chat: ChatRequest, upstream_model: str | None) -> dict[str, Any]:
+    """The body for an upstream that calls tools itself: as the client sent it, tools,
+    `tool_choice` and `parallel_tool_calls` included (the model renamed by a route)."""
+    return chat.body if upstream_model is None else {**chat.body, "model": upstream_model}
 
 
 def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[str, Any]:
@@ -78,6 +91,9 @@ def parsed_completion(answer: dict[str, Any], parsing: OutputParsing) -> dict[st
         mapper = parsing.mapper()
         builder = MessageBuilder()
         builder.add(mapper.deltas(parsing.parse_whole(content_text(message.get("content")))))
+        if parsing.native:
+            builder.add(mapper.native(call_fragments(message.get("tool_calls"), whole=True)))
+        builder.add(mapper.rescued())
         reason = finish_reason(choice.get("finish_reason"), mapper)
         choices.append({**choice, "message": builder.message(message), "finish_reason": reason})
     parsing.observer.usage(answer.get("usage"))
@@ -127,6 +143,22 @@ class ChatExchange:
         stream = await while_connected(self._request.receive, opening)
         return relayed(stream, send_timeout=self._context.settings.server_send_timeout)
 
+    def upstream_body(self, protocol: Protocol) -> dict[str, Any]:
+        """The request the upstream gets: rewritten for a text-only one (tools in the
+        prompt), as sent for one that calls tools itself."""
+        target = self._target
+        if target.native_tools:
+            return native_body(self._chat, target.model)
+        return rewrite_request(self._chat, protocol, target.model)
+
+    async def answered(self, protocol: Protocol, body: dict[str, Any]) -> ChatAnswer:
+        """The answer to `body` (`upstream_body`'s): one forced call for an explicit
+        `tool_choice` (an upstream that calls tools itself forces its own), else the
+        model's output parsed."""
+        if self._chat.choice in FORCED_CHOICES and not self._target.native_tools:
+            return await self.forced_call(protocol, json_bytes(body))
+        return await self.parsed(protocol, json_bytes(body))
+
     async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
         """The model's text parsed into content and calls. With no tools offered (none
         declared, or `tool_choice: "none"`), for an endpoint that translates the answer,
@@ -141,6 +173,7 @@ class ChatExchange:
             single_call=chat.single_call,
             observer=observer,
             trace=trace,
+            native=self._target.native_tools,
         )
         if not chat.stream:
             return ChatAnswer(trace, parsed_completion(await self.answer(body), parsing))
@@ -188,7 +221,7 @@ class ChatExchange:
         )
         answer = await while_connected(self._request.receive, asking)
         try:
-            return checked_answer(answer, self._chat.n)
+            return checked_answer(answer, self._chat.n, calls=self._target.native_tools)
         except ProxyError:
             self._context.metrics.upstream_errors.labels(UpstreamFailure.BAD_RESPONSE).inc()
             raise

@@ -52,6 +52,9 @@ class OutputParsing:
     single_call: bool
     observer: CompletionObserver
     trace: ParserTrace | None = None
+    # The upstream calls tools itself: its own calls are relayed, and calls left in its text
+    # are rescued, each parsed whole and sent after the upstream's own when the choice ends.
+    native: bool = False
 
     @classmethod
     def configured(
@@ -63,12 +66,14 @@ class OutputParsing:
         single_call: bool,
         observer: CompletionObserver,
         trace: ParserTrace | None = None,
+        native: bool = False,
     ) -> OutputParsing:
         """The deployment's parser options applied to one request's protocol and tools."""
         return cls(
             protocol=protocol,
             tools=tools,
-            arguments_mode=settings.tool_arguments_streaming,
+            # A rescued call is sent whole after the upstream's own: nothing to stream early.
+            arguments_mode=ArgumentsMode.ATOMIC if native else settings.tool_arguments_streaming,
             unknown_tools=settings.unknown_tools,
             small_call_chars=settings.small_call_chars,
             off_protocol_calls=settings.off_protocol_calls,
@@ -76,6 +81,7 @@ class OutputParsing:
             single_call=single_call,
             observer=observer,
             trace=trace,
+            native=native,
         )
 
     def stream_parser(self) -> StreamParser:
@@ -113,6 +119,8 @@ class OutputParsing:
             think_as_reasoning=self.think_as_reasoning,
             single_call=self.single_call,
             tools=self.tools,
+            native=self.native,
             on_call=self.observer.tool_call,
             on_dropped_call=self.observer.dropped_call,
+            on_rescued_call=self.observer.rescued_call,
         )

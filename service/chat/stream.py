@@ -58,8 +58,9 @@ class _ChoiceStream:
     def start(self) -> bytes:
         return data_event(self._encoder.chunk(self._index, ROLE_DELTA))
 
-    def delta(self, upstream_delta: dict[str, Any]) -> list[bytes]:
+    def delta(self, upstream: UpstreamChoice) -> list[bytes]:
         events = []
+        upstream_delta = upstream.delta
         for key in REASONING_KEYS:
             if reasoning := upstream_delta.get(key):
                 delta = {"reasoning_content": reasoning}
@@ -68,14 +69,18 @@ class _ChoiceStream:
         if content := upstream_delta.get("content"):
             for delta in self._mapper.deltas(self._parser.feed(content)):
                 events.append(data_event(self._encoder.chunk(self._index, delta)))
+        if upstream.calls:  # an upstream that calls tools itself
+            for delta in self._mapper.native(upstream.calls):
+                events.append(data_event(self._encoder.chunk(self._index, delta)))
         return events
 
     def finish(self, upstream_reason: str | None) -> list[bytes]:
         self.finished = True
         chunk = self._encoder.chunk
+        mapper = self._mapper
         events = [
             data_event(chunk(self._index, delta))
-            for delta in self._mapper.deltas(self._parser.finish())
+            for delta in [*mapper.deltas(self._parser.finish()), *mapper.rescued()]
         ]
         reason = finish_reason(upstream_reason, self._mapper)
         events.append(data_event(chunk(self._index, {}, reason)))
@@ -106,7 +111,9 @@ async def stream_completion(
                 complete = True
                 await _release_after_done(payloads, stream)  # before the last events
                 break
-            chunk, upstream_choices = _decoded(payload, stream, n, first=encoder is None)
+            chunk, upstream_choices = _decoded(
+                payload, stream, n, first=encoder is None, calls=parsing.native
+            )
             if encoder is None:
                 encoder = ChunkEncoder.matching(chunk, fallback_model)
             for upstream_choice in upstream_choices:
@@ -115,7 +122,7 @@ async def stream_completion(
                 if choice is None:
                     choice = choices[index] = _ChoiceStream(index, parsing, encoder)
                     yield choice.start()
-                for event in choice.delta(upstream_choice.delta):
+                for event in choice.delta(upstream_choice):
                     yield event
                 reason = upstream_choice.finish_reason
                 if reason and not choice.finished:
@@ -182,11 +189,11 @@ async def _whole_body(stream: UpstreamStream) -> AsyncIterator[str]:
 
 
 def _decoded(
-    payload: str, stream: UpstreamStream, n: int, *, first: bool
+    payload: str, stream: UpstreamStream, n: int, *, first: bool, calls: bool
 ) -> tuple[dict[str, Any], list[UpstreamChoice]]:
-    """One upstream chunk and its checked choices, and the first chunk's envelope checked
-    too (the only envelope the answer copies); an upstream `error` event or a garbled or
-    malformed chunk is counted, raised."""
+    """One upstream chunk and its checked choices (with, `calls`, the upstream's own tool
+    calls), and the first chunk's envelope checked too (the only envelope the answer
+    copies); an upstream `error` event or a garbled or malformed chunk is counted, raised."""
     try:
         chunk = json_value(payload)
     except ValueError:
@@ -197,7 +204,7 @@ def _decoded(
     try:
         if not isinstance(chunk, dict):
             raise bad_chunk("not a JSON object")
-        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk, n)
+        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk, n, calls=calls)
     except ProxyError:
         stream.failed(UpstreamFailure.BAD_RESPONSE)
         raise

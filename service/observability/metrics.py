@@ -140,6 +140,11 @@ class ProxyMetrics:
             "Calls beyond the first, dropped because parallel_tool_calls is false.",
             "protocol",
         )
+        self.rescued_calls = counter(
+            "rescued_tool_calls_total",
+            "Calls an upstream that calls tools itself left in its text, parsed out of it.",
+            "protocol",
+        )
         self.dropped_hosted_tools = counter(
             "dropped_hosted_tools_total",
             "Hosted tools (web search, file search...) left out of what the model sees.",

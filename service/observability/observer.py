@@ -1,6 +1,7 @@
 """The seam through which one completion reports what happened inside it (calls sent, parse
-errors, calls dropped by `parallel_tool_calls: false`, the upstream's token usage): counted
-in the metrics by protocol, and noted in the request's record for its access line."""
+errors, calls dropped by `parallel_tool_calls: false`, calls rescued from a native upstream's
+text, the upstream's token usage): counted in the metrics by protocol, and noted in the
+request's record for its access line."""
 
 from __future__ import annotations
 
@@ -51,6 +52,11 @@ class CompletionObserver:
     def dropped_call(self, name: str) -> None:
         self._metrics.dropped_calls.labels(self._protocol).inc()
         logger.debug("dropped call to %r: parallel_tool_calls is false", name)
+
+    def rescued_call(self, name: str) -> None:
+        """A call the upstream, which calls tools itself, left in its text: parsed out of it."""
+        self._metrics.rescued_calls.labels(self._protocol).inc()
+        logger.debug("rescued a call to %r from the upstream's text", name)
 
     def usage(self, usage: Any) -> None:
         """The upstream's `usage` object, whatever it holds."""

@@ -12,17 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from protocols import Protocol
-
-from ..chat import (
-    FORCED_CHOICES,
-    ChatAnswer,
-    ChatExchange,
-    ChatRequest,
-    rewrite_request,
-    traced_event_response,
-    traced_json_response,
-)
+from ..chat import ChatExchange, traced_event_response, traced_json_response
 from ..context import ProxyContext
 from ..observability import request_record
 from ..upstream import REASONING_KEYS
@@ -59,8 +49,8 @@ async def create_response(
     target = context.router.target_for(model)
     protocol = context.router.protocol_for(target)
     exchange = ChatExchange(request, context, chat, target, held_whole=True)
-    body = json_bytes(rewrite_request(chat, protocol, target.model))
-    answer = await _chat_answer(exchange, chat, protocol, body)
+    # Tools or none, the chat answer's checks and shaping: never a relay.
+    answer = await exchange.answered(protocol, exchange.upstream_body(protocol))
     assembler = ResponseAssembler(asked.body, model=exchange.model_name(), tools=asked.tools)
 
     async def stored() -> None:
@@ -83,14 +73,6 @@ def _count_dropped_tools(context: ProxyContext, request_id: str, dropped: tuple[
         context.metrics.dropped_hosted_tools.labels(kind).inc()
     if dropped and context.debug is not None:
         context.debug.note(request_id, "hosted tools left out", ", ".join(dropped))
-
-
-async def _chat_answer(
-    exchange: ChatExchange, chat: ChatRequest, protocol: Protocol, body: bytes
-) -> ChatAnswer:
-    if chat.choice in FORCED_CHOICES:
-        return await exchange.forced_call(protocol, body)
-    return await exchange.parsed(protocol, body)  # tools or none: the chat answer's checks
 
 
 def whole_response(assembler: ResponseAssembler, completion: dict[str, Any]) -> dict[str, Any]:

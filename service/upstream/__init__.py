@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from .answer import (
     REASONING_KEYS,
+    CallFragment,
     UpstreamChoice,
     bad_chunk,
+    call_fragments,
     checked_answer,
     checked_envelope,
     chunk_choices,
@@ -18,6 +20,7 @@ from .routing import Router, RoutesFileError, Target, load_routes
 
 __all__ = [
     "REASONING_KEYS",
+    "CallFragment",
     "ClosingResponse",
     "ReadLimits",
     "Router",
@@ -28,6 +31,7 @@ __all__ = [
     "UpstreamStream",
     "bad_chunk",
     "build_client",
+    "call_fragments",
     "checked_answer",
     "checked_envelope",
     "chunk_choices",

@@ -4,11 +4,12 @@ invalid JSON in the client's stream and never a traceback."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import NoneType
 from typing import Any
 
-from ..wire import UPSTREAM_ERROR, ProxyError
+from ..wire import UPSTREAM_ERROR, ProxyError, json_bytes
 
 # Upstreams name the reasoning delta either way; clients read `reasoning_content`.
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -29,6 +30,57 @@ class UpstreamChoice:
     index: int
     delta: dict[str, Any]  # a chunk's `delta`, or a whole completion's `message`
     finish_reason: str | None
+    # The upstream's own tool calls in it, read only from an upstream that makes them.
+    calls: Sequence[CallFragment] = ()
+
+
+# The kinds of call OpenAI sends, each under its own key: function calls, free-form custom calls.
+CALL_KINDS = {"function": "arguments", "custom": "input"}
+
+
+@dataclass(frozen=True, slots=True)
+class CallFragment:
+    """One piece of a tool call the upstream made itself: a streamed `delta.tool_calls`
+    entry, or a whole message's call. `index` is None where the upstream left it out."""
+
+    index: int | None
+    id: str | None
+    kind: str  # "function" or "custom"
+    name: str | None
+    text: str  # more of its arguments (a custom call's input)
+
+
+def call_fragments(calls: Any, *, whole: bool = False) -> list[CallFragment]:
+    """The upstream's own calls in a delta's (or, `whole`, a message's) `tool_calls`: a list
+    of objects, each with a string-or-null `id`, and its function (or custom) object holding
+    a string-or-null `name` and `arguments` (`input`). Arguments sent as an object, as some
+    servers do, are taken as their JSON text."""
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise bad_chunk("'tool_calls' is not a list")
+    fragments = []
+    for position, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise bad_chunk("a tool call is not an object")
+        kind = call.get("type") or ("custom" if "custom" in call else "function")
+        payload = call.get(kind) if isinstance(kind, str) and kind in CALL_KINDS else None
+        if not isinstance(payload, dict):
+            raise bad_chunk("a tool call has no function object")
+        index, call_id, name = call.get("index"), call.get("id"), payload.get("name")
+        text = payload.get(CALL_KINDS[kind])
+        if isinstance(text, dict):
+            text = json_bytes(text).decode()
+        if index is not None and (type(index) is not int or index < 0):
+            raise bad_chunk("a tool call's 'index' is not a number")
+        if not isinstance(call_id, STRING_OR_NULL) or not isinstance(name, STRING_OR_NULL):
+            raise bad_chunk("a tool call's 'id' or 'name' is not a string")
+        if not isinstance(text, STRING_OR_NULL):
+            raise bad_chunk("a tool call's arguments are not a string")
+        if whole and index is None:
+            index = position
+        fragments.append(CallFragment(index, call_id or None, kind, name or None, text or ""))
+    return fragments
 
 
 BAD_CHUNK = "upstream_bad_chunk"
@@ -51,10 +103,11 @@ def checked_envelope(chunk: dict[str, Any]) -> dict[str, Any]:
     return chunk
 
 
-def chunk_choices(chunk: dict[str, Any], n: int) -> list[UpstreamChoice]:
+def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list[UpstreamChoice]:
     """A streamed chunk's choices: each an object with an `index` of one of the `n` choices
     asked for, an object `delta` (or `message`) whose texts are strings or null, a
-    string-or-null `finish_reason`; and `usage` an object or null."""
+    string-or-null `finish_reason`; and `usage` an object or null. With `calls`, the
+    upstream's own tool calls in each are read too (`call_fragments`)."""
     if not isinstance(chunk.get("usage"), OBJECT_OR_NULL):
         raise bad_chunk("'usage' is not an object")
     choices = chunk.get("choices")
@@ -76,15 +129,20 @@ def chunk_choices(chunk: dict[str, Any], n: int) -> list[UpstreamChoice]:
         reason = choice.get("finish_reason")
         if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
-        checked.append(UpstreamChoice(index, delta, reason))
+        if calls:  # a whole `message`: an upstream that ignored `stream: true`
+            found = call_fragments(delta.get("tool_calls"), whole="message" in choice)
+            checked.append(UpstreamChoice(index, delta, reason, found))
+        else:
+            checked.append(UpstreamChoice(index, delta, reason))
     return checked
 
 
-def checked_answer(answer: dict[str, Any], n: int) -> dict[str, Any]:
+def checked_answer(answer: dict[str, Any], n: int, *, calls: bool = False) -> dict[str, Any]:
     """A whole completion, once its `choices` are sane: absent, or a list of no more than the
     `n` asked for, each an object with the `index` of one of them and a `message` that is an
     object or null, whose content is a string, text parts or null (`content_text` reads all
-    three) and whose reasoning is a string or null."""
+    three) and whose reasoning is a string or null; with `calls`, whose own tool calls are
+    well-formed (`call_fragments`)."""
     choices = answer.get("choices")
     if choices is None:
         return answer
@@ -102,6 +160,8 @@ def checked_answer(answer: dict[str, Any], n: int) -> dict[str, Any]:
         for key in REASONING_KEYS:
             if message and not isinstance(message.get(key), STRING_OR_NULL):
                 raise bad_chunk(f"a message's {key!r} is not a string")
+        if calls and message:
+            call_fragments(message.get("tool_calls"), whole=True)
         if not isinstance(choice.get("finish_reason"), STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
     return answer

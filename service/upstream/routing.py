@@ -6,6 +6,7 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     model = "qwen2.5-coder-7b"          # default: the client-facing name
     protocol = "morph-xml"              # default: TOOL_PROTOCOL
     api_key_env = "CODER_API_KEY"       # default: UPSTREAM_API_KEY, see below
+    native_tools = true                 # default: UPSTREAM_NATIVE_TOOLS
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
@@ -32,7 +33,14 @@ from ..wire import ProxyError
 
 logger = logging.getLogger(__name__)
 
-ROUTE_FIELDS = frozenset({"base_url", "model", "protocol", "api_key_env"})
+# Each field a route may hold, and the type of its value.
+ROUTE_FIELDS: dict[str, type] = {
+    "base_url": str,
+    "model": str,
+    "protocol": str,
+    "api_key_env": str,
+    "native_tools": bool,
+}
 
 
 class RoutesFileError(ValueError):
@@ -47,6 +55,9 @@ class Target:
     model: str | None  # replaces the request's `model` when set
     protocol_name: str
     api_key: SecretStr | None
+    # The upstream calls tools itself: tools go to it as sent, its calls come back as its
+    # own, and calls it leaves in its text are still parsed out of it.
+    native_tools: bool = False
     # Parsed once: httpx parses a URL given as text on every request (~12 µs).
     chat_url: httpx.URL = field(init=False, repr=False, compare=False)
 
@@ -107,11 +118,15 @@ def load_routes(path: Path, default: Target) -> dict[str, Target]:
 
 
 def _route(name: str, entry: Any, default: Target) -> Target:
-    if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
-        raise RoutesFileError(f"route {name!r}: expected a table of strings")
-    unknown = set(entry) - ROUTE_FIELDS
+    if not isinstance(entry, dict):
+        raise RoutesFileError(f"route {name!r}: expected a table")
+    unknown = set(entry) - ROUTE_FIELDS.keys()
     if unknown:
         raise RoutesFileError(f"route {name!r}: unknown fields {sorted(unknown)}")
+    for key, value in entry.items():
+        if type(value) is not ROUTE_FIELDS[key]:
+            kind = "true or false" if ROUTE_FIELDS[key] is bool else "a string"
+            raise RoutesFileError(f"route {name!r}: {key} must be {kind}")
     base_url = entry.get("base_url", default.base_url).rstrip("/")
     api_key = default.api_key if _origin(base_url) == _origin(default.base_url) else None
     if "api_key_env" in entry:
@@ -124,6 +139,7 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         model=entry.get("model", name),
         protocol_name=entry.get("protocol", default.protocol_name),
         api_key=api_key,
+        native_tools=entry.get("native_tools", default.native_tools),
     )
 
 

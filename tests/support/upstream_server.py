@@ -64,13 +64,32 @@ TIME_CALL = rendered_calls(*UTC_TIME)
 PATCH_CALL = rendered_calls("apply_patch", {"input": PATCH})
 
 
+Delta = dict[str, Any]
+
+
+def native_call(
+    index: int, call_id: str, name: str, arguments: dict[str, Any], *, pieces: int = 3
+) -> list[Delta]:
+    """The deltas of a tool call an upstream that calls tools itself streams: the first with
+    its index, id, type and name, then its arguments' JSON in `pieces` fragments."""
+    text = json.dumps(arguments)
+    size = -(-len(text) // pieces)
+    start = {"index": index, "id": call_id, "type": "function"}
+    deltas: list[Delta] = [{"tool_calls": [{**start, "function": {"name": name, "arguments": ""}}]}]
+    for at in range(0, len(text), size):
+        fragment = {"index": index, "function": {"arguments": text[at : at + size]}}
+        deltas.append({"tool_calls": [fragment]})
+    return deltas
+
+
 class Reply:
-    """Answer with the chunks' text: one SSE chunk per string when the request streams
-    (after `reasoning` deltas; usage last if asked), else one JSON completion."""
+    """Answer with the chunks: one SSE chunk per string (its content) or dict (a delta as
+    it is, such as a native tool call's) when the request streams (after `reasoning`
+    deltas; usage last if asked), else one JSON completion of them all."""
 
     def __init__(
         self,
-        *chunks: str,
+        *chunks: str | Delta,
         finish_reason: str = "stop",
         reasoning: tuple[str, ...] = (),
         ascii_only: bool = True,
@@ -305,7 +324,9 @@ def event_stream(step: Step, asked: dict[str, Any]) -> Iterator[bytes]:
     chunks = [_chunk(model, {"role": "assistant", "content": ""})]
     if isinstance(step, Reply):
         chunks += [_chunk(model, {"reasoning_content": text}) for text in step.reasoning]
-    chunks += [_chunk(model, {"content": text}) for text in step.chunks]
+    chunks += [
+        _chunk(model, {"content": text} if isinstance(text, str) else text) for text in step.chunks
+    ]
     if isinstance(step, Reply):
         chunks.append(_chunk(model, {}, step.finish_reason))
         if (asked.get("stream_options") or {}).get("include_usage"):
@@ -320,7 +341,20 @@ def event_stream(step: Step, asked: dict[str, Any]) -> Iterator[bytes]:
 
 def completion_body(reply: Reply, model: str) -> dict[str, Any]:
     """The JSON completion a `Reply` answers a non-streaming request with."""
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.chunks)}
+    content = [chunk if isinstance(chunk, str) else chunk.get("content") for chunk in reply.chunks]
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(filter(None, content))}
+    calls: list[dict[str, Any]] = []  # the deltas' calls added up, as a client adds them
+    for delta in reply.chunks:
+        for fragment in (delta.get("tool_calls") or ()) if isinstance(delta, dict) else ():
+            if fragment["index"] == len(calls):
+                call = {key: value for key, value in fragment.items() if key != "index"}
+                calls.append({**call, "function": dict(fragment["function"])})
+            else:
+                calls[fragment["index"]]["function"]["arguments"] += fragment["function"][
+                    "arguments"
+                ]
+    if calls:
+        message["tool_calls"] = calls
     if reply.reasoning:
         message["reasoning_content"] = "".join(reply.reasoning)
     return {

@@ -42,6 +42,17 @@ def test_an_answer_of_only_whitespace_keeps_its_text(
     assert (completion.content, completion.finish_reason) == ("\n \n\t", "stop")
 
 
+def test_finish_reason_tool_calls_with_no_call_sent_is_stop(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    """A client reads "tool_calls" as "run the calls": with none, the answer just stopped."""
+    upstream.script(Reply("Sunny.", finish_reason="tool_calls"))
+
+    completion = proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
+
+    assert (completion.content, completion.finish_reason) == ("Sunny.", "stop")
+
+
 def test_one_call_comes_back_as_a_tool_call(
     upstream: ScriptedUpstream, protocol_proxy: Proxy, protocol: str, stream: bool
 ) -> None:
