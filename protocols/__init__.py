@@ -3,7 +3,12 @@
 from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
 from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
 from .commit_policy import new_call_id
-from .forced_call import parse_forced_call, render_forced_call_prompt
+from .forced_call import (
+    ForcedReply,
+    read_forced_call,
+    render_forced_call_correction,
+    render_forced_call_prompt,
+)
 from .free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
 from .parts import (
     ErrorKind,
@@ -29,6 +34,7 @@ __all__ = [
     "SMALL_CALL_CHARS",
     "ArgumentsMode",
     "ErrorKind",
+    "ForcedReply",
     "FreeFormInputStream",
     "OnError",
     "ParseError",
@@ -53,8 +59,9 @@ __all__ = [
     "free_form_tool",
     "get_protocol",
     "new_call_id",
-    "parse_forced_call",
     "parse_relaxed_json",
     "protocol_names",
+    "read_forced_call",
+    "render_forced_call_correction",
     "render_forced_call_prompt",
 ]

@@ -1,10 +1,12 @@
-"""Forced calls (an explicit `tool_choice`): ask for exactly one JSON object {name, arguments}
-and parse it back."""
+"""Forced calls (an explicit `tool_choice`): ask for exactly one JSON object {name, arguments},
+read it back, and say what is wrong with a reply that is not one, for the model to be asked
+again."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .base import Protocol
@@ -12,7 +14,7 @@ from .call_objects import ARGUMENT_KEYS, NAME_KEYS, CallObjectError, call_from_o
 from .coerce import coerce_by_schema
 from .commit_policy import dump_arguments, new_call_id
 from .json_text import json_text
-from .parts import ErrorKind, OnError, ParseError, ToolCall, ToolSpec
+from .parts import ToolCall, ToolSpec
 from .prompting import example_arguments, tool_declarations
 from .relaxed_json import (
     RelaxedJSONError,
@@ -47,41 +49,76 @@ def render_forced_call_prompt(tools: Sequence[ToolSpec], *, named: str | None) -
     )
 
 
-def parse_forced_call(
+def render_forced_call_correction(problem: str, *, named: str | None) -> str:
+    """What the model is told after a reply that was not the call it had to make: why, and
+    the demand again (the tools are in the system prompt it still has)."""
+    which = f"the tool {named}" if named else "exactly one of the declared tools"
+    return (
+        f"Your reply was not the tool call required: {problem}. Reply again, calling {which}:"
+        ' one JSON object with the keys "name" and "arguments", and nothing else.'
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ForcedReply:
+    """What a reply to the forced-call prompt holds. `name` is a tool the call may be to
+    (the named one, or one of those offered; never another), `arguments` what was read for
+    it, coerced by its schema (None: nothing readable), `problem` why this is not a whole
+    call (None when it is)."""
+
+    text: str
+    name: str | None
+    arguments: Any
+    problem: str | None
+
+    def call(self) -> ToolCall:
+        """The call to `name`, with {} for arguments that could not be read."""
+        assert self.name is not None, "a reply that names no tool makes no call"
+        arguments = {} if self.arguments is None else self.arguments
+        return ToolCall(new_call_id(), self.name, dump_arguments(arguments), arguments, self.text)
+
+
+def read_forced_call(
     text: str,
     protocol: Protocol,
     tools: Sequence[ToolSpec],
     *,
-    default_name: str | None,
-    on_error: OnError | None = None,
-) -> ToolCall:
-    """One call from `text`; never raises. A missing name becomes `default_name` (or
-    "unknown"); unparseable arguments become {} and an error record.
+    default_name: str | None = None,
+) -> ForcedReply:
+    """The call in a forced-call reply to one of `tools`; never raises. A missing name
+    becomes `default_name` (the named tool, or the only one offered); a name that is not one
+    of `tools` (or, with a default, not the default) is a problem, never a call.
 
     Accepted: a bare object, one in a code fence or amid prose, or a call written in
     the protocol's own format."""
-    fallback = default_name or "unknown"
     budget = RelaxedParseBudget()  # the answer's own, as a streamed answer has one
+    offered = {tool.name: tool for tool in tools}
     name, arguments = _read_call(text, protocol, tools, budget)
-    if default_name and name not in (None, default_name):
-        _report(on_error, f"the model called {name!r}, not {default_name!r}", text)
-        name = None
-    if arguments is None:
-        _report(on_error, "no call arguments found in the reply", text)
-        arguments = {}
-    name = name or fallback
-    tool = next((tool for tool in tools if tool.name == name), None)
-    if tool is not None:
+    problem = None
+    if name is None:
+        name = default_name
+    elif name not in offered or default_name not in (None, name):
+        allowed = repr(default_name) if default_name else "one of the declared tools"
+        problem = f"it called {name!r}, which is not {allowed}"
+        name, arguments = default_name, None
+    if problem is None and name is None:
+        problem = "it named no tool" if arguments is not None else "it held no tool call"
+    elif problem is None and arguments is None:
+        problem = f"no arguments for {name} could be read from it"
+    tool = offered.get(name) if name is not None else None
+    if tool is not None and arguments is not None:
         arguments = coerce_by_schema(arguments, tool.parameters, budget)
-    return ToolCall(new_call_id(), name, dump_arguments(arguments), arguments, text)
+    return ForcedReply(text, name, arguments, problem)
 
 
 def _read_call(
     text: str, protocol: Protocol, tools: Sequence[ToolSpec], budget: RelaxedParseBudget
 ) -> tuple[str | None, dict[str, Any] | None]:
-    for part in protocol.parse(text, tools):
-        if isinstance(part, ToolCall):
-            return part.name, part.input
+    calls = [part for part in protocol.parse(text, tools) if isinstance(part, ToolCall)]
+    if calls:
+        offered = {tool.name for tool in tools}
+        call = next((call for call in calls if call.name in offered), calls[0])
+        return call.name, call.input
     for value in _objects_in(text, budget):
         if any(key in value for key in NAME_KEYS):
             try:
@@ -127,8 +164,3 @@ def _objects_in(text: str, budget: RelaxedParseBudget) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             return [value]
     return []
-
-
-def _report(on_error: OnError | None, message: str, original: str) -> None:
-    if on_error is not None:
-        on_error(ParseError(ErrorKind.TOOL_CHOICE_FALLBACK, message, original))

@@ -91,14 +91,15 @@ class ErrorKind(StrEnum):
     UNFINISHED_CALL = "unfinished_call"
     UNKNOWN_TOOL = "unknown_tool"
     ARGUMENTS_MISMATCH = "arguments_mismatch"
-    TOOL_CHOICE_FALLBACK = "tool_choice_fallback"
+    TOOL_CHOICE_FALLBACK = "tool_choice_fallback"  # a forced call made with {} arguments
+    TOOL_CHOICE_UNMET = "tool_choice_unmet"  # a forced choice answered with text, no call
 
 
 @dataclass(frozen=True, slots=True)
 class ParseError:
     """Model output that could not become a call as-is. Its text was emitted unchanged: as
     text, or (for a call already streamed) as the original of a ToolCallUnfinished; only a
-    TOOL_CHOICE_FALLBACK's text became a call anyway."""
+    TOOL_CHOICE_FALLBACK's text became a call anyway (to the named tool, with {})."""
 
     kind: ErrorKind
     message: str

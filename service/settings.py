@@ -49,6 +49,10 @@ DEFAULT_SERVER_KEEP_ALIVE_TIMEOUT = 5.0
 # in milliseconds; 30 s leaves room for a stalled network before a pool slot is written off.
 DEFAULT_SERVER_SEND_TIMEOUT = 30.0
 DEFAULT_PROTOCOL = "json-mix"
+# A model that answered a forced call in prose is shown its answer and asked once more: most
+# write the call when told; a second refusal is the model's answer, not a slip, and each
+# retry costs a whole upstream answer.
+DEFAULT_FORCED_CALL_RETRIES = 1
 # Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
 # own embedded demo upstream over loopback instead.
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
@@ -130,6 +134,11 @@ class Settings(BaseSettings):
     )
     upstream_native_tools: bool = Field(
         default=False, description="the upstream calls tools itself: pass them through"
+    )
+    forced_call_retries: int = Field(
+        default=DEFAULT_FORCED_CALL_RETRIES,
+        ge=0,
+        description="times a forced call that did not come is asked for again",
     )
     metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"

@@ -39,7 +39,7 @@ from ..wire import (
     while_connected,
 )
 from .chunks import MessageBuilder, finish_reason
-from .forced_answer import forced_call_completion, forced_call_deltas, forced_call_events
+from .forced_answer import ForcedCall, forced_call_completion, forced_call_events
 from .parser_config import OutputParsing
 from .request import ChatRequest, ChoiceMode, content_text, parse_chat_request
 from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
@@ -156,7 +156,7 @@ class ChatExchange:
         `tool_choice` (an upstream that calls tools itself forces its own), else the
         model's output parsed."""
         if self._chat.choice in FORCED_CHOICES and not self._target.native_tools:
-            return await self.forced_call(protocol, json_bytes(body))
+            return await self.forced_call(protocol, body)
         return await self.parsed(protocol, json_bytes(body))
 
     async def parsed(self, protocol: Protocol, body: bytes) -> ChatAnswer:
@@ -187,16 +187,26 @@ class ChatExchange:
         )
         return ChatAnswer(trace, events=events, upstream=stream)
 
-    async def forced_call(self, protocol: Protocol, body: bytes) -> ChatAnswer:
-        """Tool-choice mode: one whole upstream answer, exactly one call back."""
+    async def forced_call(self, protocol: Protocol, body: dict[str, Any]) -> ChatAnswer:
+        """Tool-choice mode: whole upstream answers, asked again (FORCED_CALL_RETRIES) while
+        they hold no call; exactly one call back, or the model's text (`ForcedCall`)."""
         chat = self._chat
         observer, trace = self.observers(protocol, chat.tools)
-        answer = await self.answer(body)
-        deltas = forced_call_deltas(answer, chat, protocol, observer, trace)
+        forced = ForcedCall(chat, protocol, body, observer, trace)
+        reply = forced.read(await self.answer(json_bytes(body)))
+        for _ in range(self._context.settings.forced_call_retries):
+            if reply.problem is None:
+                break
+            reply = forced.read(await self.answer(json_bytes(forced.asked_again())))
+        answer, deltas, reason = forced.outcome()
         if not chat.stream:
-            return ChatAnswer(trace, forced_call_completion(answer, deltas))
+            return ChatAnswer(trace, forced_call_completion(answer, deltas, reason))
         events = forced_call_events(
-            answer, deltas, include_usage=chat.include_usage, fallback_model=self.model_name()
+            answer,
+            deltas,
+            reason,
+            include_usage=chat.include_usage,
+            fallback_model=self.model_name(),
         )
         return ChatAnswer(trace, events=events)
 

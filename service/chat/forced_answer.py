@@ -1,58 +1,151 @@
-"""Forced-call mode (`tool_choice` "required" or a named function): one non-streaming
-upstream answer holding a single `{name, arguments}` object, answered as exactly one tool
-call, streamed to the client when it asked for a stream."""
+"""Forced-call mode (`tool_choice` "required" or a named function): whole upstream answers
+holding a single `{name, arguments}` object, answered as exactly one call to a tool the
+client offered, streamed to the client when it asked for a stream.
+
+A reply that holds no such call is sent back to the model with what was wrong with it, up
+to FORCED_CALL_RETRIES times. If none comes even then, no tool is invented: a named choice
+(or a reply naming an offered tool) gets its call with `{}` arguments, the model's text kept
+beside it; "required" with no tool named is answered with the model's text and
+`finish_reason: "stop"`. Either way the failure is an error record."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from protocols import Part, Protocol, parse_forced_call
+from protocols import (
+    ErrorKind,
+    ForcedReply,
+    ParseError,
+    Part,
+    Protocol,
+    TextDelta,
+    read_forced_call,
+    render_forced_call_correction,
+)
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
 from ..upstream import checked_envelope
 from ..wire import DONE_EVENT, EventStream, data_event
-from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder
+from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder, finish_reason
 from .request import ChatRequest, content_text
 from .rewrite import offered_tools
 
-TOOL_CALLS = "tool_calls"
+TEXT_ID = "text"
+# Usage fields that add up over the answers one forced call took.
+USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
-def forced_call_deltas(
-    answer: dict[str, Any],
-    request: ChatRequest,
-    protocol: Protocol,
-    observer: CompletionObserver,
-    trace: ParserTrace | None,
-) -> list[Delta]:
-    """The one call in the upstream's answer (checked: `ChatExchange.answer`), as the deltas
-    that announce it."""
-    text = content_text((_first_choice(answer).get("message") or {}).get("content"))
+class ForcedCall:
+    """One forced choice's upstream answers and what their replies held.
 
-    def parse() -> list[Part]:
-        tools = offered_tools(request)
-        on_error = observer.parse_error
-        return [
-            parse_forced_call(
-                text, protocol, tools, default_name=request.named_tool, on_error=on_error
+    >>> forced = ForcedCall(chat, protocol, body, observer, trace)
+    >>> reply = forced.read(answer)  # each upstream answer, in turn
+    >>> if reply.problem: body = forced.asked_again()
+    >>> answer, deltas, reason = forced.outcome()
+    """
+
+    def __init__(
+        self,
+        request: ChatRequest,
+        protocol: Protocol,
+        body: dict[str, Any],
+        observer: CompletionObserver,
+        trace: ParserTrace | None,
+    ) -> None:
+        self._request = request
+        self._protocol = protocol
+        self._tools = offered_tools(request)
+        # A reply that names no tool calls the named one, or the only one offered.
+        only = self._tools[0].name if len(self._tools) == 1 else None
+        self._default_name = request.named_tool or only
+        self.body = body
+        self._observer = observer
+        self._trace = trace
+        self._answers: list[dict[str, Any]] = []
+        self._replies: list[ForcedReply] = []
+
+    def read(self, answer: dict[str, Any]) -> ForcedReply:
+        """What the upstream's answer (checked: `ChatExchange.answer`) holds."""
+        text = content_text((_first_choice(answer).get("message") or {}).get("content"))
+        replies: list[ForcedReply] = []
+
+        def parse() -> list[Part]:
+            replies.append(
+                read_forced_call(text, self._protocol, self._tools, default_name=self._default_name)
             )
+            return [replies[0].call()] if replies[0].problem is None else [TextDelta(TEXT_ID, text)]
+
+        parse_traced(self._trace, text, parse)
+        self._answers.append(answer)
+        self._replies.append(replies[0])
+        return replies[0]
+
+    def asked_again(self) -> dict[str, Any]:
+        """The next request: the model's last reply, and what was wrong with it."""
+        reply = self._replies[-1]
+        assert reply.problem is not None
+        self._observer.forced_call_retry()
+        correction = render_forced_call_correction(reply.problem, named=self._request.named_tool)
+        messages = [
+            *self.body["messages"],
+            {"role": "assistant", "content": reply.text},
+            {"role": "user", "content": correction},
         ]
+        self.body = {**self.body, "messages": messages}
+        return self.body
 
-    parts = parse_traced(trace, text, parse)
-    observer.usage(answer.get("usage"))
-    mapper = DeltaMapper(
-        think_as_reasoning=False, single_call=True, tools=request.tools, on_call=observer.tool_call
-    )
-    return mapper.deltas(parts)
+    def outcome(self) -> tuple[dict[str, Any], list[Delta], str]:
+        """The answer the client gets (the first upstream answer, its usage summed over all
+        of them), the deltas of its message, and its finish reason."""
+        last, first = self._replies[-1], self._replies[0]
+        parts: list[Part] = []
+        if last.problem is not None:
+            # The model's words to the conversation: its first reply, not the one that
+            # answered the proxy's correction.
+            parts.append(TextDelta(TEXT_ID, first.text))
+            unmet = last.name is None
+            kind = ErrorKind.TOOL_CHOICE_UNMET if unmet else ErrorKind.TOOL_CHOICE_FALLBACK
+            self._observer.parse_error(ParseError(kind, last.problem, last.text))
+        if last.name is not None:
+            parts.append(last.call())
+        usage = _summed_usage([answer.get("usage") for answer in self._answers])
+        self._observer.usage(usage)
+        mapper = DeltaMapper(
+            think_as_reasoning=False,
+            single_call=True,
+            tools=self._request.tools,
+            on_call=self._observer.tool_call,
+        )
+        deltas = mapper.deltas(parts)
+        answer = {**self._answers[0]}
+        if usage is not None:
+            answer["usage"] = usage
+        return answer, deltas, finish_reason("stop", mapper)
 
 
-def forced_call_completion(answer: dict[str, Any], deltas: list[Delta]) -> dict[str, Any]:
+def _summed_usage(usages: list[Any]) -> Any:
+    """One answer's usage as it is; several answers' counts added up."""
+    if len(usages) == 1:
+        return usages[0]
+    counted = [usage for usage in usages if isinstance(usage, dict)]
+    if not counted:
+        return None
+    return {
+        key: sum(usage.get(key) or 0 for usage in counted)
+        for key in USAGE_COUNTS
+        if any(isinstance(usage.get(key), int) for usage in counted)
+    }
+
+
+def forced_call_completion(
+    answer: dict[str, Any], deltas: list[Delta], reason: str
+) -> dict[str, Any]:
     """The non-streaming answer: the upstream's completion with its message replaced."""
     first = _first_choice(answer)
     builder = MessageBuilder()
     builder.add(deltas)
     message = builder.message(first.get("message") or {})
-    choice = {**first, "index": 0, "message": message, "finish_reason": TOOL_CALLS}
+    choice = {**first, "index": 0, "message": message, "finish_reason": reason}
     return {**answer, "choices": [choice]}
 
 
@@ -62,13 +155,19 @@ def _first_choice(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 async def forced_call_events(
-    answer: dict[str, Any], deltas: list[Delta], *, include_usage: bool, fallback_model: str
+    answer: dict[str, Any],
+    deltas: list[Delta],
+    reason: str,
+    *,
+    include_usage: bool,
+    fallback_model: str,
 ) -> EventStream:
-    """The streaming answer: role, the call's start, its arguments, finish, usage, [DONE]."""
+    """The streaming answer: role, the call's start and arguments (or the text), finish,
+    usage, [DONE]."""
     encoder = ChunkEncoder.matching(checked_envelope(answer), fallback_model)
     for delta in [ROLE_DELTA, *deltas]:
         yield data_event(encoder.chunk(0, delta))
-    yield data_event(encoder.chunk(0, {}, TOOL_CALLS))
+    yield data_event(encoder.chunk(0, {}, reason))
     if include_usage and answer.get("usage") is not None:
         yield data_event(encoder.usage(answer["usage"]))
     yield DONE_EVENT

@@ -37,7 +37,9 @@ def needs_rewrite(request: ChatRequest) -> bool:
 
 
 def rewrite_request(
-    request: ChatRequest, protocol: Protocol, upstream_model: str | None
+    request: ChatRequest,
+    protocol: Protocol,
+    upstream_model: str | None,
 ) -> dict[str, Any]:
     """The upstream body: tool fields removed, every other field passed through untouched.
 

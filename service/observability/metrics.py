@@ -145,6 +145,11 @@ class ProxyMetrics:
             "Calls an upstream that calls tools itself left in its text, parsed out of it.",
             "protocol",
         )
+        self.forced_call_retries = counter(
+            "forced_call_retries_total",
+            "Forced calls asked for again after a reply that held none.",
+            "protocol",
+        )
         self.dropped_hosted_tools = counter(
             "dropped_hosted_tools_total",
             "Hosted tools (web search, file search...) left out of what the model sees.",

@@ -1,7 +1,7 @@
 """The seam through which one completion reports what happened inside it (calls sent, parse
 errors, calls dropped by `parallel_tool_calls: false`, calls rescued from a native upstream's
-text, the upstream's token usage): counted in the metrics by protocol, and noted in the
-request's record for its access line."""
+text, forced calls asked again, the upstream's token usage): counted in the metrics by
+protocol, and noted in the request's record for its access line."""
 
 from __future__ import annotations
 
@@ -57,6 +57,10 @@ class CompletionObserver:
         """A call the upstream, which calls tools itself, left in its text: parsed out of it."""
         self._metrics.rescued_calls.labels(self._protocol).inc()
         logger.debug("rescued a call to %r from the upstream's text", name)
+
+    def forced_call_retry(self) -> None:
+        """A forced call's reply held none: the model is asked again."""
+        self._metrics.forced_call_retries.labels(self._protocol).inc()
 
     def usage(self, usage: Any) -> None:
         """The upstream's `usage` object, whatever it holds."""

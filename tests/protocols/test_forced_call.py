@@ -1,6 +1,7 @@
 """Tests for the explicit tool-choice path: the prompt that demands one `{name, arguments}`
-object, and `parse_forced_call`, which turns whatever the model replied into exactly one
-call, falling back to the default name and `{}` arguments (with an error) instead of raising."""
+object, the correction a reply without one gets, and `read_forced_call`, which reads whatever
+the model replied without raising: the call it makes to an offered tool, or what is wrong
+with it. It never names a tool that was not offered."""
 
 from __future__ import annotations
 
@@ -13,21 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
-from protocols import ErrorKind, ParseError, ToolCall, get_protocol
-from protocols.forced_call import parse_forced_call, render_forced_call_prompt
+from protocols import ForcedReply, get_protocol
+from protocols.forced_call import (
+    read_forced_call,
+    render_forced_call_correction,
+    render_forced_call_prompt,
+)
 
 PARIS = {"city": "Paris"}
 OBJECT = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
 
 
-def _choose(
-    text: str, protocol: str = "json-mix", default_name: str | None = None
-) -> tuple[ToolCall, list[ParseError]]:
-    errors: list[ParseError] = []
-    call = parse_forced_call(
-        text, get_protocol(protocol), TOOLS, default_name=default_name, on_error=errors.append
-    )
-    return call, errors
+def _read(text: str, protocol: str = "json-mix", default_name: str | None = None) -> ForcedReply:
+    return read_forced_call(text, get_protocol(protocol), TOOLS, default_name=default_name)
 
 
 @pytest.mark.parametrize(
@@ -60,81 +59,102 @@ def _choose(
 )
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 def test_one_object_becomes_the_call(text: str, protocol: str) -> None:
-    call, errors = _choose(text, protocol)
-    assert (call.name, call.input) == ("get_weather", PARIS)
+    reply = _read(text, protocol)
+    call = reply.call()
+    assert (reply.problem, call.name, call.input) == (None, "get_weather", PARIS)
     assert json.loads(call.arguments) == PARIS
-    assert errors == []
+    assert call.original == text
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 def test_a_call_in_the_protocols_own_format_is_read(protocol: str) -> None:
     text = "Calling it now.\n" + get_protocol(protocol).render_call("get_weather", PARIS)
-    call, errors = _choose(text, protocol)
-    assert (call.name, call.input) == ("get_weather", PARIS)
-    assert errors == []
+    reply = _read(text, protocol)
+    assert (reply.problem, reply.name, reply.arguments) == (None, "get_weather", PARIS)
 
 
 @pytest.mark.parametrize(
-    ("text", "default_name", "name"),
+    "text",
     [
-        pytest.param(
-            '{"arguments": {"city": "Paris"}}', "get_weather", "get_weather", id="default"
-        ),
-        pytest.param('{"arguments": {"city": "Paris"}}', None, "unknown", id="no-default"),
-        pytest.param('{"city": "Paris"}', "get_weather", "get_weather", id="bare-arguments"),
+        pytest.param('{"arguments": {"city": "Paris"}}', id="arguments"),
+        pytest.param('{"city": "Paris"}', id="bare-arguments"),
     ],
 )
-def test_missing_name_becomes_the_default_name(
-    text: str, default_name: str | None, name: str
-) -> None:
-    call, _errors = _choose(text, default_name=default_name)
-    assert (call.name, call.input) == (name, PARIS)
+def test_missing_name_becomes_the_default_name(text: str) -> None:
+    reply = _read(text, default_name="get_weather")
+    assert (reply.problem, reply.name, reply.arguments) == (None, "get_weather", PARIS)
 
 
-def test_another_tools_name_with_a_named_default_becomes_the_default_with_an_error() -> None:
-    call, errors = _choose(
-        '{"name": "search", "arguments": {"query": "x"}}', default_name="get_weather"
-    )
-    assert call.name == "get_weather"
-    assert [error.kind for error in errors] == [ErrorKind.TOOL_CHOICE_FALLBACK]
-
-
-def test_any_tool_name_is_kept_without_a_default() -> None:
-    call, errors = _choose('{"name": "search", "arguments": {"query": "x"}}')
-    assert (call.name, call.input) == ("search", {"query": "x"})
-    assert errors == []
+def test_missing_name_without_a_default_names_no_tool() -> None:
+    reply = _read('{"arguments": {"city": "Paris"}}')
+    assert reply.name is None
+    assert reply.problem == "it named no tool"
 
 
 @pytest.mark.parametrize(
-    ("text", "default_name", "name"),
+    ("text", "default_name", "problem"),
     [
-        pytest.param("I cannot do that.", "get_weather", "get_weather", id="prose-with-default"),
-        pytest.param("I cannot do that.", None, "unknown", id="prose-without-default"),
-        pytest.param("", "get_weather", "get_weather", id="empty"),
-        pytest.param("{{{ not json", None, "unknown", id="broken-json"),
-        pytest.param("[1, 2, 3]", "get_weather", "get_weather", id="array"),
+        pytest.param(
+            '{"name": "search", "arguments": {"query": "x"}}',
+            "get_weather",
+            "it called 'search', which is not 'get_weather'",
+            id="another-offered-tool-than-the-named-one",
+        ),
+        pytest.param(
+            '{"name": "unknown", "arguments": {}}',
+            None,
+            "it called 'unknown', which is not one of the declared tools",
+            id="an-undeclared-tool",
+        ),
+        pytest.param(
+            '<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>',
+            None,
+            "it called 'delete_everything', which is not one of the declared tools",
+            id="an-undeclared-tool-in-the-protocol",
+        ),
+    ],
+)
+def test_a_tool_that_was_not_offered_is_never_the_call(
+    text: str, default_name: str | None, problem: str
+) -> None:
+    reply = _read(text, default_name=default_name)
+    assert (reply.name, reply.arguments, reply.problem) == (default_name, None, problem)
+
+
+def test_any_offered_tool_is_the_call_without_a_default() -> None:
+    reply = _read('{"name": "search", "arguments": {"query": "x"}}')
+    assert (reply.problem, reply.name, reply.arguments) == (None, "search", {"query": "x"})
+
+
+@pytest.mark.parametrize(
+    ("text", "default_name"),
+    [
+        pytest.param("I cannot do that.", "get_weather", id="prose-with-default"),
+        pytest.param("I cannot do that.", None, id="prose-without-default"),
+        pytest.param("", "get_weather", id="empty"),
+        pytest.param("{{{ not json", None, id="broken-json"),
+        pytest.param("[1, 2, 3]", "get_weather", id="array"),
         pytest.param(
             '{"name": "get_weather", "arguments": "not json"}',
             None,
-            "get_weather",
             id="named-call-with-unparseable-arguments",
         ),
     ],
 )
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
-def test_unparseable_reply_gives_empty_arguments_and_an_error(
-    text: str, default_name: str | None, name: str, protocol: str
+def test_an_unreadable_reply_says_what_is_wrong_and_calls_only_a_known_tool_with_nothing(
+    text: str, default_name: str | None, protocol: str
 ) -> None:
-    call, errors = _choose(text, protocol, default_name)
-    assert (call.name, call.input, call.arguments) == (name, {}, "{}")
-    assert [error.kind for error in errors] == [ErrorKind.TOOL_CHOICE_FALLBACK]
-    assert errors[0].original == text
+    reply = _read(text, protocol, default_name)
+    assert reply.problem is not None and reply.arguments is None
+    assert reply.text == text
+    if reply.name is not None:  # the named tool, or the offered one the reply named
+        call = reply.call()
+        assert (call.input, call.arguments) == ({}, "{}")
 
 
-def test_the_call_keeps_the_reply_as_its_original_and_gets_an_id() -> None:
-    first, _ = _choose(OBJECT)
-    second, _ = _choose(OBJECT)
-    assert first.original == OBJECT
+def test_each_call_gets_its_own_id() -> None:
+    first, second = _read(OBJECT).call(), _read(OBJECT).call()
     assert first.id.startswith("call_")
     assert first.id != second.id
 
@@ -148,15 +168,23 @@ def test_the_call_keeps_the_reply_as_its_original_and_gets_an_id() -> None:
     default_name=st.none() | st.just("get_weather"),
     protocol=st.sampled_from(PROTOCOL_NAMES),
 )
-def test_any_reply_gives_exactly_one_call_whose_arguments_are_its_input(
+def test_any_reply_is_read_without_raising_and_names_only_an_offered_tool(
     text: str, default_name: str | None, protocol: str
 ) -> None:
-    call, _errors = _choose(text, protocol, default_name)
-    assert call.name
-    assert isinstance(call.input, dict)
-    assert json.loads(call.arguments) == call.input
+    reply = _read(text, protocol, default_name)
+    assert reply.name in {tool.name for tool in TOOLS} | {None}
+    assert (reply.problem is None) == (reply.name is not None and reply.arguments is not None)
     if default_name is not None:
-        assert call.name == default_name
+        assert reply.name == default_name
+    if reply.problem is None:
+        call = reply.call()
+        assert json.loads(call.arguments) == call.input
+
+
+def test_the_correction_says_what_was_wrong_and_asks_again() -> None:
+    correction = render_forced_call_correction("it held no tool call", named="get_weather")
+    assert "it held no tool call" in correction
+    assert "get_weather" in correction and '"name"' in correction and '"arguments"' in correction
 
 
 def _example_calls(prompt: str) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from servers import QUESTION, TIME_TOOL, WEATHER_TOOL, Proxy, chat_body
+from observability import scrape
+from servers import QUESTION, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy, chat_body
 from upstream_server import (
     PARIS_WEATHER,
     TIME_CALL,
@@ -17,7 +18,7 @@ from upstream_server import (
 )
 
 from protocols import ToolSpec
-from protocols.forced_call import render_forced_call_prompt
+from protocols.forced_call import render_forced_call_correction, render_forced_call_prompt
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 EXPLICIT_CHOICES = [
@@ -104,3 +105,111 @@ def test_parallel_tool_calls_false_returns_only_the_first_call(
     )
 
     assert completion.calls == [PARIS_WEATHER]
+
+
+PROSE = "It is sunny in Paris today."
+CALL_OBJECT = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+def _failures(proxy: Proxy, kind: str) -> float:
+    return scrape(proxy.http).value("toolcall_proxy_parse_failures_total", kind=kind)
+
+
+def test_a_forced_call_answered_in_prose_is_asked_for_again_with_the_reply_and_why(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply(PROSE), Reply(CALL_OBJECT))
+
+    completion = proxy.chat(
+        chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required", stream=stream)
+    )
+
+    assert (completion.calls, completion.content) == ([PARIS_WEATHER], "")
+    first, again = upstream.chat_requests
+    assert again.json["messages"][:-2] == first.json["messages"]
+    reply, correction = again.json["messages"][-2:]
+    assert reply == {"role": "assistant", "content": PROSE}
+    assert correction["role"] == "user"
+    assert correction["content"] == render_forced_call_correction(
+        "it held no tool call", named=None
+    )
+    metrics = scrape(proxy.http)
+    assert metrics.value("toolcall_proxy_forced_call_retries_total") == 1
+    assert metrics.value("toolcall_proxy_parse_failures_total") == 0
+
+
+def test_required_with_no_call_after_asking_again_is_the_models_text_and_stop(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply(PROSE), Reply("Sorry, no tool fits."))
+    body = chat_body(
+        WEATHER_TOOL,
+        TIME_TOOL,
+        tool_choice="required",
+        stream=stream,
+        stream_options={"include_usage": True} if stream else None,
+    )
+
+    completion = proxy.chat(body)
+
+    assert (completion.content, completion.tool_calls) == (PROSE, [])
+    assert completion.finish_reason == "stop"
+    doubled = {key: 2 * value for key, value in USAGE.items()}
+    assert completion.usage == doubled
+    assert len(upstream.chat_requests) == 2
+    assert _failures(proxy, "tool_choice_unmet") == 1
+
+
+def test_required_never_calls_a_tool_that_was_not_declared(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    invented = '{"name": "unknown", "arguments": {}}'
+    upstream.script(Reply(invented), Reply(invented))
+
+    completion = proxy.chat(
+        chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required", stream=stream)
+    )
+
+    assert (completion.content, completion.tool_calls) == (invented, [])
+    assert completion.finish_reason == "stop"
+
+
+def test_forced_call_retries_zero_asks_once(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
+) -> None:
+    proxy = start_proxy(forced_call_retries=0)
+    upstream.script(Reply(PROSE))
+
+    completion = proxy.chat(
+        chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required", stream=stream)
+    )
+
+    assert (completion.content, completion.finish_reason) == (PROSE, "stop")
+    assert len(upstream.chat_requests) == 1
+
+
+def test_a_named_choice_never_answered_is_its_call_with_empty_arguments_beside_the_text(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply(PROSE), Reply("Still prose."))
+
+    completion = proxy.chat(chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice=NAMED, stream=stream))
+
+    assert completion.calls == [("get_weather", {})]
+    assert (completion.content, completion.finish_reason) == (PROSE, "tool_calls")
+    assert _failures(proxy, "tool_choice_fallback") == 1
+    correction = upstream.chat_requests[1].json["messages"][-1]["content"]
+    assert correction == render_forced_call_correction(
+        "no arguments for get_weather could be read from it", named="get_weather"
+    )
+
+
+def test_required_with_one_tool_takes_a_nameless_call_as_that_tool(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Reply('{"arguments": {"city": "Paris"}}'))
+
+    completion = proxy.chat(chat_body(WEATHER_TOOL, tool_choice="required"))
+
+    assert completion.calls == [PARIS_WEATHER]
+    assert len(upstream.chat_requests) == 1

@@ -154,6 +154,25 @@ def test_tool_choice_forces_exactly_one_call(
     assert demand in sent.json["messages"][0]["content"] and "tools" not in sent.json
 
 
+def test_required_never_answered_with_a_call_is_the_models_message(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    upstream.script(Reply("It is sunny."), Reply("It is sunny, as I said."))
+
+    response = respond(
+        proxy,
+        stream,
+        input=QUESTION,
+        tools=[WEATHER_FUNCTION, TIME_FUNCTION],
+        tool_choice="required",
+    )
+
+    assert response["status"] == "completed"
+    assert [item["type"] for item in response["output"]] == ["message"]
+    assert text(response) == "It is sunny."
+    assert len(upstream.chat_requests) == 2
+
+
 def test_function_call_output_is_rendered_and_answered_in_text(
     upstream: ScriptedUpstream, protocol_proxy: Proxy, protocol: str, stream: bool
 ) -> None:
