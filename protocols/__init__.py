@@ -5,6 +5,7 @@ from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamPars
 from .commit_policy import new_call_id
 from .forced_call import (
     ForcedReply,
+    forced_call_schema,
     read_forced_call,
     render_forced_call_correction,
     render_forced_call_prompt,
@@ -55,6 +56,7 @@ __all__ = [
     "ToolSpec",
     "UnknownProtocolError",
     "UnknownTools",
+    "forced_call_schema",
     "free_form_input",
     "free_form_tool",
     "get_protocol",

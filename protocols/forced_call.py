@@ -1,6 +1,6 @@
-"""Forced calls (an explicit `tool_choice`): ask for exactly one JSON object {name, arguments},
-read it back, and say what is wrong with a reply that is not one, for the model to be asked
-again."""
+"""Forced calls (an explicit `tool_choice`): ask for exactly one JSON object {name, arguments}
+(by prompt, and by JSON schema where the upstream takes one), read it back, and say what is
+wrong with a reply that is not one, for the model to be asked again."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ from .relaxed_json import (
 
 # Prose around the object can hold many `{`; trying each one is quadratic, so stop early.
 MAX_OBJECT_STARTS = 64
+# The name of the schema a structured-output forced call is asked for by.
+FORCED_CALL_SCHEMA = "tool_call"
+# Where a JSON schema keeps the definitions its references name (2019-09 on, and draft 7).
+DEFINITION_KEYWORDS = ("$defs", "definitions")
 
 
 def render_forced_call_prompt(tools: Sequence[ToolSpec], *, named: str | None) -> str:
@@ -57,6 +61,96 @@ def render_forced_call_correction(problem: str, *, named: str | None) -> str:
         f"Your reply was not the tool call required: {problem}. Reply again, calling {which}:"
         ' one JSON object with the keys "name" and "arguments", and nothing else.'
     )
+
+
+def forced_call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """A `response_format` whose JSON schema admits exactly the calls to `tools`: each an
+    object `{name, arguments}` whose name is one tool's and whose arguments follow that
+    tool's schema. Upstreams that constrain their output by it (vLLM, llama.cpp's server,
+    Ollama, LM Studio) can only write a valid call. `enum` rather than `const`: every
+    grammar backend reads it.
+
+    A tool's schema moves from the root to `arguments`, so its local references are moved
+    with it: its definitions (`$defs`, `definitions`, as pydantic writes nested models) go
+    to the root's `$defs` under the tool's name (grammar backends resolve only root
+    definitions), and any other `#...` reference gets the path to its new place."""
+    definitions: dict[str, Any] = {}
+    calls = []
+    for position, tool in enumerate(tools):
+        at = (
+            "/properties/arguments"
+            if len(tools) == 1
+            else f"/anyOf/{position}/properties/arguments"
+        )
+        arguments, own = _moved_schema(tool.parameters or {"type": "object"}, tool.name, at)
+        definitions.update(own)
+        calls.append(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "enum": [tool.name]},
+                    "arguments": arguments,
+                },
+                "required": ["name", "arguments"],
+            }
+        )
+    schema: dict[str, Any] = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    if definitions:
+        schema = {**schema, "$defs": definitions}
+    return {"type": "json_schema", "json_schema": {"name": FORCED_CALL_SCHEMA, "schema": schema}}
+
+
+def _moved_schema(
+    schema: dict[str, Any], tool: str, at: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tool's schema as it sits at the JSON pointer `at` of the call schema, and its
+    definitions as they sit in the root's `$defs`."""
+    body = dict(schema)
+    renames: dict[str, str] = {}  # old reference prefix -> new one
+    definitions: dict[str, Any] = {}
+    for keyword in DEFINITION_KEYWORDS:
+        found = body.get(keyword)
+        if not isinstance(found, dict):
+            continue
+        del body[keyword]
+        for name, definition in found.items():
+            renames[f"#/{keyword}/{_pointer_token(name)}"] = (
+                f"#/$defs/{_pointer_token(f'{tool}.{name}')}"
+            )
+            definitions[f"{tool}.{name}"] = definition
+    moved = _with_references_moved({"": body, **definitions}, renames, at)
+    return moved.pop(""), moved
+
+
+def _with_references_moved(
+    value: dict[str, Any], renames: dict[str, str], at: str
+) -> dict[str, Any]:
+    """A copy of `value` with each local `$ref` renamed (`renames`) or, pointing elsewhere in
+    the tool's schema, prefixed with `at`. Iterative: a schema nested as deep as a request
+    may hold cannot exhaust the stack."""
+    root = dict(value)
+    stack: list[Any] = [root]  # containers already copied, whose children are not yet
+    while stack:
+        node = stack.pop()
+        for key, child in list(node.items() if isinstance(node, dict) else enumerate(node)):
+            if isinstance(child, dict | list):
+                node[key] = dict(child) if isinstance(child, dict) else list(child)
+                stack.append(node[key])
+            elif key == "$ref" and isinstance(child, str) and child.startswith("#"):
+                node[key] = _moved_reference(child, renames, at)
+    return root
+
+
+def _moved_reference(reference: str, renames: dict[str, str], at: str) -> str:
+    for old, new in renames.items():
+        if reference == old or reference.startswith(old + "/"):
+            return new + reference[len(old) :]
+    return f"#{at}{reference[1:]}"
+
+
+def _pointer_token(name: str) -> str:
+    """A name as one JSON-pointer token (RFC 6901)."""
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 @dataclass(frozen=True, slots=True)

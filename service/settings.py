@@ -135,6 +135,9 @@ class Settings(BaseSettings):
     upstream_native_tools: bool = Field(
         default=False, description="the upstream calls tools itself: pass them through"
     )
+    upstream_structured_output: bool = Field(
+        default=False, description="the upstream takes response_format with a JSON schema"
+    )
     forced_call_retries: int = Field(
         default=DEFAULT_FORCED_CALL_RETRIES,
         ge=0,

@@ -145,11 +145,14 @@ class ChatExchange:
 
     def upstream_body(self, protocol: Protocol) -> dict[str, Any]:
         """The request the upstream gets: rewritten for a text-only one (tools in the
-        prompt), as sent for one that calls tools itself."""
+        prompt; a forced call asked for by schema where the route says it takes one), as
+        sent for one that calls tools itself."""
         target = self._target
         if target.native_tools:
             return native_body(self._chat, target.model)
-        return rewrite_request(self._chat, protocol, target.model)
+        return rewrite_request(
+            self._chat, protocol, target.model, structured_output=target.structured_output
+        )
 
     async def answered(self, protocol: Protocol, body: dict[str, Any]) -> ChatAnswer:
         """The answer to `body` (`upstream_body`'s): one forced call for an explicit

@@ -11,6 +11,7 @@ from protocols import (
     Protocol,
     RelaxedParseBudget,
     ToolSpec,
+    forced_call_schema,
     parse_relaxed_json,
     render_forced_call_prompt,
 )
@@ -40,8 +41,12 @@ def rewrite_request(
     request: ChatRequest,
     protocol: Protocol,
     upstream_model: str | None,
+    *,
+    structured_output: bool = False,
 ) -> dict[str, Any]:
-    """The upstream body: tool fields removed, every other field passed through untouched.
+    """The upstream body: tool fields removed, every other field passed through untouched,
+    but for a forced call to an upstream that takes a JSON schema (`structured_output`):
+    its `response_format` is the schema of the call.
 
     >>> rewrite_request(request, get_protocol("json-mix"), "qwen2.5-7b")["messages"][0]
     {'role': 'system', 'content': 'You are terse.\\n\\n# Tools...'}
@@ -58,6 +63,8 @@ def rewrite_request(
         # The single {name, arguments} object is parsed whole, so it is asked for whole.
         body["stream"] = False
         body.pop("stream_options", None)
+        if structured_output:
+            body["response_format"] = forced_call_schema(offered_tools(request))
     return body
 
 

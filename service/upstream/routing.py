@@ -7,6 +7,7 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     protocol = "morph-xml"              # default: TOOL_PROTOCOL
     api_key_env = "CODER_API_KEY"       # default: UPSTREAM_API_KEY, see below
     native_tools = true                 # default: UPSTREAM_NATIVE_TOOLS
+    structured_output = true            # default: UPSTREAM_STRUCTURED_OUTPUT
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
@@ -40,6 +41,7 @@ ROUTE_FIELDS: dict[str, type] = {
     "protocol": str,
     "api_key_env": str,
     "native_tools": bool,
+    "structured_output": bool,
 }
 
 
@@ -58,6 +60,8 @@ class Target:
     # The upstream calls tools itself: tools go to it as sent, its calls come back as its
     # own, and calls it leaves in its text are still parsed out of it.
     native_tools: bool = False
+    # It takes `response_format` with a JSON schema, so a forced call is asked for by schema.
+    structured_output: bool = False
     # Parsed once: httpx parses a URL given as text on every request (~12 µs).
     chat_url: httpx.URL = field(init=False, repr=False, compare=False)
 
@@ -140,6 +144,7 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         protocol_name=entry.get("protocol", default.protocol_name),
         api_key=api_key,
         native_tools=entry.get("native_tools", default.native_tools),
+        structured_output=entry.get("structured_output", default.structured_output),
     )
 
 

@@ -1,7 +1,8 @@
 """Tests for the explicit tool-choice path: the prompt that demands one `{name, arguments}`
-object, the correction a reply without one gets, and `read_forced_call`, which reads whatever
-the model replied without raising: the call it makes to an offered tool, or what is wrong
-with it. It never names a tool that was not offered."""
+object, the correction a reply without one gets, the JSON schema a structured-output upstream
+is asked by, and `read_forced_call`, which reads whatever the model replied without raising:
+the call it makes to an offered tool, or what is wrong with it. It never names a tool that
+was not offered."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import json
 import re
 from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
-from protocols import ForcedReply, get_protocol
+from protocols import ForcedReply, ToolSpec, get_protocol
 from protocols.forced_call import (
+    forced_call_schema,
     read_forced_call,
     render_forced_call_correction,
     render_forced_call_prompt,
@@ -185,6 +188,68 @@ def test_the_correction_says_what_was_wrong_and_asks_again() -> None:
     correction = render_forced_call_correction("it held no tool call", named="get_weather")
     assert "it held no tool call" in correction
     assert "get_weather" in correction and '"name"' in correction and '"arguments"' in correction
+
+
+@pytest.mark.parametrize("named", [None, "search"])
+def test_the_schema_admits_exactly_the_calls_to_the_offered_tools(named: str | None) -> None:
+    offered = [tool for tool in TOOLS if named in (None, tool.name)]
+    response_format = forced_call_schema(offered)
+    assert response_format["type"] == "json_schema"
+    schema = response_format["json_schema"]["schema"]
+    validator = jsonschema.Draft202012Validator(schema)
+    assert validator.is_valid({"name": "search", "arguments": {"query": "x", "limit": 3}})
+    assert not validator.is_valid({"name": "search", "arguments": {"query": "x", "limit": "3"}})
+    assert not validator.is_valid({"name": "unknown", "arguments": {}})
+    assert not validator.is_valid({"arguments": {"query": "x"}})
+    assert validator.is_valid({"name": "read_file", "arguments": {"path": "a"}}) is (named is None)
+
+
+# A tool whose schema names its parts by reference, as pydantic writes nested models (and a
+# tree whose nodes hold nodes: a reference to the schema's own root).
+ORDER = ToolSpec(
+    "place_order",
+    "Order items.",
+    {
+        "$defs": {
+            "Item": {
+                "type": "object",
+                "properties": {"sku": {"type": "string"}, "size": {"$ref": "#/$defs/Size"}},
+                "required": ["sku"],
+            },
+            "Size": {"enum": ["S", "M", "L"]},
+        },
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}}},
+        "required": ["items"],
+    },
+)
+TREE = ToolSpec(
+    "plant",
+    "Plant a tree.",
+    {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "children": {"items": {"$ref": "#"}}},
+        "required": ["name"],
+    },
+)
+
+
+@pytest.mark.parametrize("tools", [[ORDER, TREE], [ORDER], [TREE]], ids=["both", "defs", "root"])
+def test_the_schema_keeps_the_references_of_each_tools_schema(tools: list[ToolSpec]) -> None:
+    schema = forced_call_schema(tools)["json_schema"]["schema"]
+    validator = jsonschema.Draft202012Validator(schema)
+    order = {"items": [{"sku": "a", "size": "M"}, {"sku": "b"}]}
+    tree = {"name": "oak", "children": [{"name": "acorn", "children": []}]}
+    for tool, good, bad in [
+        (ORDER, order, {"items": [{"sku": "a", "size": "XL"}]}),
+        (TREE, tree, {"name": "oak", "children": [{"children": []}]}),
+    ]:
+        if tool in tools:
+            assert validator.is_valid({"name": tool.name, "arguments": good})
+            assert not validator.is_valid({"name": tool.name, "arguments": bad})
+    # The client's own schema is left as it was: the prompt still declares it.
+    assert ORDER.parameters["properties"]["items"]["items"] == {"$ref": "#/$defs/Item"}
+    assert "$defs" in ORDER.parameters
 
 
 def _example_calls(prompt: str) -> list[dict[str, Any]]:

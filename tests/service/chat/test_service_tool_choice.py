@@ -3,6 +3,7 @@ function) and `parallel_tool_calls`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,11 @@ from upstream_server import (
 )
 
 from protocols import ToolSpec
-from protocols.forced_call import render_forced_call_correction, render_forced_call_prompt
+from protocols.forced_call import (
+    forced_call_schema,
+    render_forced_call_correction,
+    render_forced_call_prompt,
+)
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 EXPLICIT_CHOICES = [
@@ -213,3 +218,45 @@ def test_required_with_one_tool_takes_a_nameless_call_as_that_tool(
 
     assert completion.calls == [PARIS_WEATHER]
     assert len(upstream.chat_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "offered"),
+    [
+        pytest.param("required", [WEATHER_TOOL, TIME_TOOL], id="required"),
+        pytest.param(NAMED, [WEATHER_TOOL], id="named"),
+    ],
+)
+def test_an_upstream_with_structured_output_is_asked_for_the_call_by_its_schema(
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    stream: bool,
+    tool_choice: Any,
+    offered: list[dict[str, Any]],
+) -> None:
+    proxy = start_proxy(upstream_structured_output=True)
+    upstream.script(Reply(CALL_OBJECT))
+    body = chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice=tool_choice, stream=stream)
+
+    completion = proxy.chat({**body, "response_format": {"type": "json_object"}})
+
+    assert completion.calls == [PARIS_WEATHER]
+    [sent] = upstream.chat_requests
+    tools = [ToolSpec.from_openai(tool) for tool in offered]
+    assert sent.json["response_format"] == forced_call_schema(tools)
+
+
+def test_a_route_says_its_upstream_takes_a_schema(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text("[routes.strict]\nstructured_output = true\n")
+    proxy = start_proxy(routes_file=str(routes))
+    upstream.script(Reply(CALL_OBJECT), Reply(CALL_OBJECT))
+
+    for model in ("strict", "test-model"):
+        proxy.chat(chat_body(WEATHER_TOOL, model=model, tool_choice="required"))
+
+    to_route, to_default = upstream.chat_requests
+    assert to_route.json["response_format"]["type"] == "json_schema"
+    assert "response_format" not in to_default.json

@@ -1,0 +1,48 @@
+"""The routes file's fields that say what an upstream does itself: `native_tools` and
+`structured_output`, booleans that default to the settings' values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.upstream import RoutesFileError, Target, load_routes
+
+DEFAULT = Target(
+    base_url="http://127.0.0.1:8001/v1",
+    model=None,
+    protocol_name="json-mix",
+    api_key=None,
+    native_tools=False,
+    structured_output=True,
+)
+
+
+def routes(tmp_path: Path, text: str) -> dict[str, Target]:
+    path = tmp_path / "routes.toml"
+    path.write_text(text)
+    return load_routes(path, DEFAULT)
+
+
+def test_a_route_says_what_its_upstream_does_and_takes_the_rest_from_the_default(
+    tmp_path: Path,
+) -> None:
+    loaded = routes(tmp_path, "[routes.native]\nnative_tools = true\n[routes.plain]\n")
+
+    assert (loaded["native"].native_tools, loaded["native"].structured_output) == (True, True)
+    assert (loaded["plain"].native_tools, loaded["plain"].structured_output) == (False, True)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        pytest.param('native_tools = "yes"', "native_tools must be true or false", id="bool"),
+        pytest.param("model = 3", "model must be a string", id="string"),
+    ],
+)
+def test_a_field_of_the_wrong_type_stops_the_proxy(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    with pytest.raises(RoutesFileError, match=message):
+        routes(tmp_path, f"[routes.odd]\n{entry}\n")
