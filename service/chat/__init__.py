@@ -11,18 +11,27 @@ from .completions import (
     traced_event_response,
     traced_json_response,
 )
-from .request import ChatRequest, checked_chat_request, decoded_body, invalid
+from .hosted_tools import check_hosted_tool, count_dropped_tools
+from .request import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from .rewrite import FORCED_CHOICES, rewrite_request
+from .translation import AnswerAssembler, Event, assemble_whole, assembled_events
 
 __all__ = [
     "CONTENT",
     "FORCED_CHOICES",
     "REASONING",
+    "AnswerAssembler",
     "ChatAnswer",
     "ChatExchange",
     "ChatRequest",
     "Delta",
+    "Event",
+    "assemble_whole",
+    "assembled_events",
+    "check_hosted_tool",
     "checked_chat_request",
+    "content_text",
+    "count_dropped_tools",
     "create_completion",
     "decoded_body",
     "invalid",

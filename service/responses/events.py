@@ -12,10 +12,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..chat import CONTENT, REASONING, Delta
+from ..chat import CONTENT, REASONING, Delta, Event
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
-Event = dict[str, Any]
 Item = dict[str, Any]
 LENGTH = "length"  # the chat finish_reason for a stop at the token limit
 TEXT_EVENTS = {  # an item type -> the events of its text part: (delta, done)

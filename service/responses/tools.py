@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chat import invalid
+from ..chat import check_hosted_tool, invalid
 from ..settings import HostedTools
 
 FUNCTION, CUSTOM, NAMESPACE, TOOL_SEARCH = "function", "custom", "namespace", "tool_search"
@@ -89,13 +89,7 @@ def responses_tools(
         elif kind in HOSTED_TOOL_TYPES or (
             kind == TOOL_SEARCH and tool.get("execution") != "client"
         ):
-            if hosted is HostedTools.REJECT:
-                raise invalid(
-                    f"tools of type {kind!r} run on OpenAI's servers, which a text-only upstream"
-                    " cannot do (the proxy is set to HOSTED_TOOLS=reject)",
-                    param,
-                    "unsupported",
-                )
+            check_hosted_tool(str(kind), param, hosted, runs_on="OpenAI's servers")
             dropped.append(str(kind))
         else:
             declared.append(_declared(tool, param, None))

@@ -1,0 +1,101 @@
+"""A chat answer retold in another API's shape (Responses, Messages): the one loop that reads
+the proxy's own chat answer, whole or as its event stream, and hands each delta, the finish
+and any failure to the endpoint's assembler, which returns the events of its own API.
+
+An endpoint writes only its assembler and how one of its events is encoded; how a chat answer
+is read, where it ends and how a failure anywhere becomes the endpoint's failure events is
+the same for every endpoint."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+from ..upstream import REASONING_KEYS
+from ..wire import (
+    DONE,
+    SERVER_ERROR,
+    EventStream,
+    ProxyError,
+    error_body,
+    event_payload,
+    json_value,
+)
+from .chunks import Delta
+
+logger = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+
+
+class AnswerAssembler(Protocol):
+    """An endpoint's answer, grown from chat deltas; each step returns its events."""
+
+    def start(self) -> list[Event]: ...
+
+    def delta(self, delta: Delta) -> list[Event]: ...
+
+    def finish(self, finish_reason: str | None, usage: Any) -> list[Event]: ...
+
+    def fail(self, error: dict[str, Any]) -> list[Event]:
+        """`error`: the fields of an OpenAI error body's `error` (message, type, code)."""
+        ...
+
+
+def whole_message_delta(message: dict[str, Any]) -> Delta:
+    """A whole chat message as the one delta that would have built it."""
+    calls = [{"index": index, **call} for index, call in enumerate(message.get("tool_calls") or ())]
+    reasoning = next((message[key] for key in REASONING_KEYS if message.get(key)), None)
+    return {"reasoning_content": reasoning, "content": message.get("content"), "tool_calls": calls}
+
+
+def assemble_whole(assembler: AnswerAssembler, completion: dict[str, Any]) -> None:
+    """A whole chat completion's first choice given to `assembler` (its events unused: the
+    assembler holds the whole answer)."""
+    choice = (completion.get("choices") or [{}])[0]
+    assembler.delta(whole_message_delta(choice.get("message") or {}))
+    assembler.finish(choice.get("finish_reason"), completion.get("usage"))
+
+
+async def assembled_events(
+    assembler: AnswerAssembler,
+    chat_events: AsyncIterator[bytes],
+    encode: Callable[[Event], bytes],
+    *,
+    on_finished: Callable[[], Awaitable[None]] | None = None,
+) -> EventStream:
+    """The endpoint's event stream for the proxy's own chat event stream of one choice (the
+    upstream's chunks are checked there). A failure, in the upstream or here, ends it with
+    the assembler's failure events; `on_finished` is awaited only for an answer that ended
+    well."""
+    for event in assembler.start():
+        yield encode(event)
+    finish_reason, usage = None, None
+    try:
+        async for chat_event in chat_events:
+            payload = event_payload(chat_event)
+            if payload == DONE:
+                break
+            chunk = json_value(payload)
+            if "error" in chunk:  # the chat stream's last event
+                for event in assembler.fail(chunk["error"]):
+                    yield encode(event)
+                return
+            usage = chunk.get("usage") or usage
+            for choice in chunk["choices"]:
+                for event in assembler.delta(choice["delta"]):
+                    yield encode(event)
+                finish_reason = choice["finish_reason"] or finish_reason
+        events = assembler.finish(finish_reason, usage)
+        if on_finished is not None:
+            await on_finished()
+    except ProxyError as error:
+        logger.warning("upstream stream failed: %s", error.message)
+        events = assembler.fail(error.body()["error"])
+    except Exception:
+        logger.exception("streaming answer failed")
+        failure = error_body("internal proxy error", error_type=SERVER_ERROR)
+        events = assembler.fail(failure["error"])
+    for event in events:
+        yield encode(event)
