@@ -1,6 +1,7 @@
-"""Client authentication: with PROXY_API_KEYS set, `Authorization: Bearer <key>` must name
-one of them (compared in constant time), else a 401 in OpenAI's error shape. The check names
-the key's owner, which the Responses store keeps its entries under."""
+"""Client authentication: with PROXY_API_KEYS set, `Authorization: Bearer <key>` or, as the
+Anthropic SDKs send it, `x-api-key: <key>` must name one of them (compared in constant time),
+else a 401 in the endpoint's error shape. The check names the key's owner, which the
+Responses store keeps its entries under."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from .wire import AUTHENTICATION_ERROR, ProxyError
+from .wire import API_KEY_HEADER, AUTHENTICATION_ERROR, ProxyError
 
 BEARER = "bearer"
 # Without keys every client is one and the same owner.
@@ -40,13 +41,19 @@ class ClientKeys:
         if not self._keys:
             return SHARED_OWNER
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        presented = token.strip().encode()
+        presented = [request.headers.get(API_KEY_HEADER, "").strip().encode()]
+        if scheme.lower() == BEARER:
+            presented.append(token.strip().encode())
         # Every key is compared, so the time taken does not tell which one nearly matched.
-        matches = [hmac.compare_digest(presented, key) for key in self._keys]
-        if scheme.lower() != BEARER or not any(matches):
+        compared = [
+            [hmac.compare_digest(offered, key) for offered in presented] for key in self._keys
+        ]
+        matches = [any(results) for results in compared]
+        if not any(matches):
             raise ProxyError(
                 401,
-                "missing or invalid API key: send 'Authorization: Bearer <key>'",
+                "missing or invalid API key: send 'Authorization: Bearer <key>' or"
+                " 'x-api-key: <key>'",
                 error_type=AUTHENTICATION_ERROR,
                 code="invalid_api_key",
             )

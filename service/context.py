@@ -11,7 +11,13 @@ from starlette.requests import Request
 from .observability import ParserDebug, ProxyMetrics
 from .settings import Settings
 from .upstream import Router, Target, Upstream
-from .wire import HeaderPairs, upstream_authorization, upstream_headers
+from .wire import (
+    API_KEY_HEADER,
+    HeaderPairs,
+    client_authorization,
+    upstream_authorization,
+    upstream_headers,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +30,10 @@ class ProxyContext:
 
     def headers_for(self, request: Request, target: Target, *, relay: bool) -> HeaderPairs:
         """The client's headers as the upstream should see them, with the right key."""
+        client = client_authorization(
+            request.headers.get("authorization"), request.headers.get(API_KEY_HEADER)
+        )
         authorization = upstream_authorization(
-            target.api_key,
-            request.headers.get("authorization"),
-            client_key_is_ours=bool(self.settings.proxy_api_keys),
+            target.api_key, client, client_key_is_ours=bool(self.settings.proxy_api_keys)
         )
         return upstream_headers(request.headers.items(), authorization, relay=relay)

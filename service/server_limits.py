@@ -21,7 +21,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .settings import Settings
-from .wire import INVALID_REQUEST, JSON_MEDIA_TYPE, SERVER_ERROR, error_body, json_bytes
+from .wire import (
+    INVALID_REQUEST,
+    JSON_MEDIA_TYPE,
+    SERVER_ERROR,
+    error_body,
+    json_bytes,
+    shaped_error,
+)
 
 # A place frees whenever any request in flight ends; the OpenAI SDKs wait this long (they
 # honour up to 60 s) before their retry, instead of their own backoff.
@@ -63,19 +70,19 @@ HEADER_TOO_LARGE = _refusal(
     431, "Request Header Fields Too Large", "request headers too large", "headers_too_large"
 )
 HEADER_TIMEOUT = _refusal(408, "Request Timeout", "request headers too slow", "request_timeout")
-# The answer beyond the cap on requests in flight.
-BUSY = Response(
-    json_bytes(
-        error_body(
-            "too many requests in flight; retry shortly",
-            error_type=SERVER_ERROR,
-            code="server_busy",
-        )
-    ),
-    status_code=503,
-    headers={"retry-after": str(RETRY_AFTER_SECONDS)},
-    media_type=JSON_MEDIA_TYPE,
+# The answer beyond the cap on requests in flight, in the error shape of the request's path.
+BUSY_BODY = error_body(
+    "too many requests in flight; retry shortly", error_type=SERVER_ERROR, code="server_busy"
 )
+
+
+def busy(path: str) -> Response:
+    return Response(
+        json_bytes(shaped_error(path, BUSY_BODY, 503)),
+        status_code=503,
+        headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+        media_type=JSON_MEDIA_TYPE,
+    )
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -178,7 +185,7 @@ class InFlightLimit:
         if scope["type"] != "http" or scope["path"] in self._exempt:
             await self._app(scope, receive, send)
         elif self._in_flight >= self._limit:
-            await BUSY(scope, receive, send)
+            await busy(scope["path"])(scope, receive, send)
         else:
             self._in_flight += 1
             try:

@@ -13,11 +13,21 @@ from .errors import (
     UPSTREAM_ERROR,
     ProxyError,
     UpstreamStatusError,
+    anthropic_error_of,
     error_body,
     install_error_handlers,
+    shaped_error,
+    speaks_anthropic,
 )
 from .event_batches import joined_when_ready
-from .headers import HeaderPairs, downstream_headers, upstream_authorization, upstream_headers
+from .headers import (
+    API_KEY_HEADER,
+    HeaderPairs,
+    client_authorization,
+    downstream_headers,
+    upstream_authorization,
+    upstream_headers,
+)
 from .json import JSON_MEDIA_TYPE, json_bytes, json_response, json_value
 from .sse import (
     DONE,
@@ -31,6 +41,7 @@ from .sse import (
 )
 
 __all__ = [
+    "API_KEY_HEADER",
     "AUTHENTICATION_ERROR",
     "DONE",
     "DONE_EVENT",
@@ -44,6 +55,8 @@ __all__ = [
     "LineSplitter",
     "ProxyError",
     "UpstreamStatusError",
+    "anthropic_error_of",
+    "client_authorization",
     "data_event",
     "data_payloads",
     "downstream_headers",
@@ -56,6 +69,8 @@ __all__ = [
     "json_value",
     "limited_stream",
     "read_limited",
+    "shaped_error",
+    "speaks_anthropic",
     "upstream_authorization",
     "upstream_headers",
     "while_connected",

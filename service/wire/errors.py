@@ -1,9 +1,12 @@
 """OpenAI's error shape `{"error": {message, type, param, code}}`: the proxy's own errors,
-upstream errors re-shaped, and the exception handlers that make every failure answer in it."""
+upstream errors re-shaped, and the exception handlers that make every failure answer in it;
+under the Anthropic API's paths, in Anthropic's shape `{"type": "error", "error": {type,
+message}}` instead, with the same status."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,6 +21,27 @@ UPSTREAM_ERROR = "upstream_error"
 SERVER_ERROR = "server_error"
 # nginx's "client closed request": logged by the server, read by nobody.
 CLIENT_CLOSED_REQUEST = 499
+# Paths of the Anthropic API (`/v1/messages`, `/v1/messages/count_tokens`, and any other
+# under it): its clients read errors in its shape.
+ANTHROPIC_PATH_PREFIX = "/v1/messages"
+# Anthropic's error types by HTTP status (its documented pairs, and the proxy's 502 and 504,
+# which Anthropic's clients know as an API error and a timeout).
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+# An error mid-stream has no status of its own: its code says what it was.
+ANTHROPIC_TYPE_BY_CODE = {"upstream_timeout": "timeout_error", "server_busy": "overloaded_error"}
 
 
 class ProxyError(Exception):
@@ -71,6 +95,38 @@ def error_body(
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
+def speaks_anthropic(path: str) -> bool:
+    """Whether a request to `path` is answered in Anthropic's error shape."""
+    return path == ANTHROPIC_PATH_PREFIX or path.startswith(ANTHROPIC_PATH_PREFIX + "/")
+
+
+def anthropic_error_type(status: int) -> str:
+    return ANTHROPIC_ERROR_TYPES.get(
+        status, "api_error" if status >= 500 else "invalid_request_error"
+    )
+
+
+def anthropic_error_body(message: str, error_type: str) -> dict[str, Any]:
+    """`{"type": "error", "error": {"type": ..., "message": ...}}`, Anthropic's error body and
+    the data of its streams' `error` event."""
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def anthropic_error_of(error: dict[str, Any], status: int | None = None) -> dict[str, Any]:
+    """An OpenAI error body's `error` in Anthropic's shape: typed by the status it was
+    answered with, or, mid-stream, by its code."""
+    message = str(error.get("message") or "upstream failed")
+    if status is not None:
+        return anthropic_error_body(message, anthropic_error_type(status))
+    code = str(error.get("code"))
+    return anthropic_error_body(message, ANTHROPIC_TYPE_BY_CODE.get(code, "api_error"))
+
+
+def shaped_error(path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
+    """An OpenAI error body as the client of `path` reads errors."""
+    return anthropic_error_of(body["error"], status) if speaks_anthropic(path) else body
+
+
 def openai_error_body(raw: bytes, status: int) -> dict[str, Any]:
     """An upstream error body as OpenAI's shape: kept when it already is, else wrapped."""
     try:
@@ -88,43 +144,44 @@ def openai_error_body(raw: bytes, status: int) -> dict[str, Any]:
     return error_body(message, error_type=UPSTREAM_ERROR, code=f"upstream_http_{status}")
 
 
-async def _proxy_error(_: Request, exc: Exception) -> Response:
+def _error_response(
+    request: Request,
+    body: dict[str, Any],
+    status: int,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    return JSONResponse(shaped_error(request.url.path, body, status), status, headers)
+
+
+async def _proxy_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProxyError)
-    return JSONResponse(exc.body(), status_code=exc.status)
+    return _error_response(request, exc.body(), exc.status)
 
 
-async def _http_exception(_: Request, exc: Exception) -> Response:
+async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return JSONResponse(
-        error_body(str(exc.detail), error_type=INVALID_REQUEST, code=f"http_{exc.status_code}"),
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
+    body = error_body(str(exc.detail), error_type=INVALID_REQUEST, code=f"http_{exc.status_code}")
+    return _error_response(request, body, exc.status_code, exc.headers)
 
 
-async def _validation_error(_: Request, exc: Exception) -> Response:
+async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0] if exc.errors() else {}
     param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
-    return JSONResponse(
-        error_body(
-            str(first.get("msg", "invalid request")), error_type=INVALID_REQUEST, param=param
-        ),
-        status_code=400,
-    )
+    message = str(first.get("msg", "invalid request"))
+    body = error_body(message, error_type=INVALID_REQUEST, param=param)
+    return _error_response(request, body, 400)
 
 
 async def _client_gone(_: Request, exc: Exception) -> Response:
     return Response(status_code=CLIENT_CLOSED_REQUEST)
 
 
-async def _unexpected(_: Request, exc: Exception) -> Response:
+async def _unexpected(request: Request, exc: Exception) -> Response:
     # Starlette re-raises `exc` after this answer so that the server logs its traceback;
     # the client gets none (it may quote request content or internals).
-    return JSONResponse(
-        error_body("internal proxy error", error_type=SERVER_ERROR, code="internal_error"),
-        status_code=500,
-    )
+    body = error_body("internal proxy error", error_type=SERVER_ERROR, code="internal_error")
+    return _error_response(request, body, 500)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -19,9 +19,18 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
+# The header the Anthropic SDKs send their key in, beside `Authorization: Bearer`.
+API_KEY_HEADER = "x-api-key"
 # Set by the proxy itself for the upstream hop (host, length and encoding follow the body
-# that is actually sent; authorization follows `upstream_authorization`).
-NOT_FORWARDED_UPSTREAM = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "authorization"}
+# that is actually sent; authorization follows `upstream_authorization`, which reads the
+# client's key from either header).
+NOT_FORWARDED_UPSTREAM = HOP_BY_HOP | {
+    "host",
+    "content-length",
+    "accept-encoding",
+    "authorization",
+    API_KEY_HEADER,
+}
 # The proxy's server adds its own.
 NOT_FORWARDED_DOWNSTREAM = HOP_BY_HOP | {"date", "server"}
 # Asked of the upstream when the client named no encoding: raw bytes go back unchanged,
@@ -29,6 +38,14 @@ NOT_FORWARDED_DOWNSTREAM = HOP_BY_HOP | {"date", "server"}
 IDENTITY = "identity"
 
 HeaderPairs = list[tuple[str, str]]
+
+
+def client_authorization(authorization: str | None, api_key: str | None) -> str | None:
+    """The client's key as an `Authorization` value: as it sent it, or its `x-api-key` as a
+    bearer token (the upstream speaks OpenAI's API, whose key is a bearer token)."""
+    if authorization is None and api_key:
+        return f"Bearer {api_key.strip()}"
+    return authorization
 
 
 def upstream_authorization(
