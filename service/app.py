@@ -16,6 +16,7 @@ from protocols import get_protocol
 from .auth import ClientKeys
 from .chat import create_completion
 from .context import ProxyContext
+from .messages import count_tokens, create_message
 from .observability import (
     ParserDebug,
     ProxyMetrics,
@@ -114,6 +115,14 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/responses")
     async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
         return await create_response(request, _context(request), _store(request), owner)
+
+    @app.post("/v1/messages", dependencies=client_key)
+    async def messages(request: Request) -> Response:
+        return await create_message(request, _context(request))
+
+    @app.post("/v1/messages/count_tokens", dependencies=client_key)
+    async def messages_count_tokens(request: Request) -> Response:
+        return await count_tokens(request, _context(request))
 
     @app.get("/v1/models", dependencies=client_key)
     async def models(request: Request) -> Response:

@@ -14,7 +14,7 @@ from .completions import (
 from .hosted_tools import check_hosted_tool, count_dropped_tools
 from .request import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from .rewrite import FORCED_CHOICES, rewrite_request
-from .translation import AnswerAssembler, Event, assemble_whole, assembled_events
+from .translation import AnswerAssembler, Event, assemble_whole, assembled_events, named_event
 
 __all__ = [
     "CONTENT",
@@ -35,6 +35,7 @@ __all__ = [
     "create_completion",
     "decoded_body",
     "invalid",
+    "named_event",
     "rewrite_request",
     "traced_event_response",
     "traced_json_response",

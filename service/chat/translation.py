@@ -20,6 +20,7 @@ from ..wire import (
     ProxyError,
     error_body,
     event_payload,
+    json_bytes,
     json_value,
 )
 from .chunks import Delta
@@ -41,6 +42,12 @@ class AnswerAssembler(Protocol):
     def fail(self, error: dict[str, Any]) -> list[Event]:
         """`error`: the fields of an OpenAI error body's `error` (message, type, code)."""
         ...
+
+
+def named_event(event: Event) -> bytes:
+    """One server-sent event named by its type, as OpenAI's Responses and Anthropic's Messages
+    streams send them: `event: <type>` and the event as `data`."""
+    return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))
 
 
 def whole_message_delta(message: dict[str, Any]) -> Delta:

@@ -22,6 +22,8 @@ CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 ROUTE_BY_PATH = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "responses",
+    "/v1/messages": "messages",
+    "/v1/messages/count_tokens": "count_tokens",
     "/v1/models": "models",
     "/healthz": "probe",
     "/readyz": "probe",

@@ -13,16 +13,16 @@ from starlette.responses import Response
 
 from ..chat import (
     ChatExchange,
-    Event,
     assemble_whole,
     assembled_events,
     count_dropped_tools,
+    named_event,
     traced_event_response,
     traced_json_response,
 )
 from ..context import ProxyContext
 from ..observability import request_record
-from ..wire import EventStream, json_bytes, read_limited
+from ..wire import EventStream, read_limited
 from .events import ResponseAssembler
 from .request import parse_responses_request
 from .store import ResponseStore
@@ -75,9 +75,4 @@ def response_events(
 ) -> EventStream:
     """The Responses event stream for the proxy's own chat event stream of one choice. A
     failure, in the upstream or here, ends it with `error` and `response.failed`."""
-    return assembled_events(assembler, chat_events, _encoded, on_finished=on_finished)
-
-
-def _encoded(event: Event) -> bytes:
-    """One server-sent event named by its type, as OpenAI sends them."""
-    return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))
+    return assembled_events(assembler, chat_events, named_event, on_finished=on_finished)

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("upstream",),
     ("context",),
     ("passthrough", "chat"),
-    ("responses",),
+    ("responses", "messages"),
     ("auth", "server_limits", "demo_upstream"),
     ("app",),
     ("__main__",),

@@ -1,0 +1,8 @@
+"""`POST /v1/messages` and `POST /v1/messages/count_tokens`: Anthropic's Messages API
+translated onto the chat machinery, for Claude Code and the Anthropic SDKs."""
+
+from __future__ import annotations
+
+from .api import count_tokens, create_message
+
+__all__ = ["count_tokens", "create_message"]

@@ -1,0 +1,68 @@
+"""`POST /v1/messages` and `POST /v1/messages/count_tokens`: Anthropic's Messages API served on
+the chat-completions machinery. The body becomes a chat request, the chat exchange answers it
+(rendering, parsing, forced calls, metrics and trace as for chat completions), and its answer
+is translated into a `message` or the Messages event stream. The upstream only ever sees
+chat completions."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..chat import (
+    ChatExchange,
+    assemble_whole,
+    assembled_events,
+    count_dropped_tools,
+    named_event,
+    traced_event_response,
+    traced_json_response,
+)
+from ..context import ProxyContext
+from ..observability import request_record
+from ..wire import json_response, read_limited
+from .events import MessageAssembler
+from .request import MessagesRequest, parse_messages_request
+from .tokens import estimated_prompt_tokens
+
+
+async def create_message(request: Request, context: ProxyContext) -> Response:
+    """`POST /v1/messages`."""
+    asked = await _messages_request(request, context)
+    chat = asked.chat
+    record = request_record(request)
+    count_dropped_tools(context, record.request_id, asked.dropped)
+    model = chat.body.get("model")
+    record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
+    target = context.router.target_for(model)
+    protocol = context.router.protocol_for(target)
+    exchange = ChatExchange(request, context, chat, target)
+    upstream_body = exchange.upstream_body(protocol)
+    assembler = MessageAssembler(
+        model=exchange.model_name(),
+        thinking=asked.thinking,
+        input_estimate=estimated_prompt_tokens(upstream_body),
+    )
+    answer = await exchange.answered(protocol, upstream_body)
+    if answer.events is None:
+        assemble_whole(assembler, answer.completion or {})
+        return traced_json_response(assembler.message, answer.trace)
+    events = assembled_events(assembler, answer.events, named_event)
+    return traced_event_response(events, answer.trace, answer.upstream, context.settings)
+
+
+async def count_tokens(request: Request, context: ProxyContext) -> Response:
+    """`POST /v1/messages/count_tokens`: the estimate for the prompt the upstream would be
+    sent, rendered with the protocol of the model's route (see `tokens.py`)."""
+    asked = await _messages_request(request, context)
+    model = asked.chat.body.get("model")
+    request_record(request).model = model if isinstance(model, str) else None
+    target = context.router.target_for(model)
+    exchange = ChatExchange(request, context, asked.chat, target)  # asks nothing upstream
+    upstream_body = exchange.upstream_body(context.router.protocol_for(target))
+    return json_response({"input_tokens": estimated_prompt_tokens(upstream_body)})
+
+
+async def _messages_request(request: Request, context: ProxyContext) -> MessagesRequest:
+    raw = await read_limited(request, context.settings.max_request_bytes)
+    return parse_messages_request(raw, context.settings.hosted_tools)

@@ -1,0 +1,176 @@
+"""The proxy's chat answer seen as a Messages-API answer: chat deltas (content, reasoning,
+tool-call starts and argument fragments) become content blocks (`text`, `thinking`,
+`tool_use`) and the Messages event stream; the same object holds the whole `message` for a
+non-streaming answer, so both are built one way."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from typing import Any
+
+from ..chat import CONTENT, REASONING, Delta, Event
+from ..wire import anthropic_error_of
+from .tokens import tokens_in_text
+
+Block = dict[str, Any]
+# The chat finish reason -> Anthropic's stop reason.
+STOP_REASONS = {
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "stop": "end_turn",
+    "content_filter": "refusal",
+}
+END_TURN = "end_turn"
+CALL_ID_PREFIX, TOOL_USE_ID_PREFIX = "call_", "toolu_"
+# A delta's type for each kind of block, and the field it grows.
+DELTAS = {"text": "text_delta", "thinking": "thinking_delta"}
+
+
+def tool_use_id(call_id: str) -> str:
+    """Anthropic's id for the parser's call id: the same random part, as `toolu_...`."""
+    return TOOL_USE_ID_PREFIX + call_id.removeprefix(CALL_ID_PREFIX)
+
+
+class MessageAssembler:
+    """One message's content blocks, grown delta by delta; each step returns its events.
+
+    >>> assembler = MessageAssembler(model="m", thinking=False, input_estimate=12)
+    >>> assembler.start()  # message_start, ping
+    >>> assembler.delta({"content": "Hi"})  # content_block_start, content_block_delta
+    >>> assembler.finish("stop", usage)  # content_block_stop, message_delta, message_stop
+    """
+
+    def __init__(self, *, model: str, thinking: bool, input_estimate: int) -> None:
+        self.content: list[Block] = []
+        self._thinking = thinking  # reasoning becomes thinking blocks; else it is left out
+        self._input_estimate = input_estimate
+        self._texts: list[io.StringIO] = []  # each block's text or input JSON, as it grew
+        self._open: int | None = None  # the index of the block deltas add to
+        self._calls: dict[int, int] = {}  # chat tool-call index -> its block's index
+        self._output_chars = 0
+        self._message: dict[str, Any] = {
+            "id": f"msg_{uuid.uuid4().hex}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": self.content,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_estimate, "output_tokens": 0},
+        }
+
+    @property
+    def message(self) -> dict[str, Any]:
+        return self._message
+
+    def start(self) -> list[Event]:
+        started = {**self._message, "content": [], "usage": dict(self._message["usage"])}
+        return [{"type": "message_start", "message": started}, {"type": "ping"}]
+
+    def delta(self, delta: Delta) -> list[Event]:
+        events: list[Event] = []
+        if (text := delta.get(REASONING)) and self._thinking:
+            events += self._text("thinking", text)
+        if text := delta.get(CONTENT):
+            events += self._text("text", text)
+        for fragment in delta.get("tool_calls") or ():
+            events += self._call_fragment(fragment)
+        return events
+
+    def finish(self, finish_reason: str | None, usage: Any) -> list[Event]:
+        """Every block stopped, the stop reason and usage said, the message stopped."""
+        events = self._close()
+        self._settle()
+        stop_reason = STOP_REASONS.get(finish_reason or "", END_TURN)
+        self._message.update(stop_reason=stop_reason, usage=self._usage(usage))
+        return [
+            *events,
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": self._message["usage"],
+            },
+            {"type": "message_stop"},
+        ]
+
+    def fail(self, error: dict[str, Any]) -> list[Event]:
+        """Anthropic ends a stream that fails with one `error` event."""
+        self._settle()
+        return [anthropic_error_of(error)]
+
+    def _text(self, kind: str, text: str) -> list[Event]:
+        events = [] if self._is_open(kind) else self._open_block({"type": kind, kind: ""})
+        index = self._open
+        assert index is not None
+        self._texts[index].write(text)
+        self._output_chars += len(text)
+        delta = {"type": DELTAS[kind], kind: text}
+        return [*events, {"type": "content_block_delta", "index": index, "delta": delta}]
+
+    def _call_fragment(self, fragment: dict[str, Any]) -> list[Event]:
+        """A chat call's start or more of its arguments (a JSON text, in fragments)."""
+        function = fragment.get("function") or {}
+        events: list[Event] = []
+        if "id" in fragment:  # a call starts
+            block = {"type": "tool_use", "id": tool_use_id(fragment["id"])}
+            events += self._open_block({**block, "name": function.get("name"), "input": {}})
+            self._calls[fragment["index"]] = len(self.content) - 1
+        if text := function.get("arguments"):
+            index = self._calls[fragment["index"]]
+            self._texts[index].write(text)  # the model never interleaves calls; if it did, the
+            self._output_chars += len(text)  # fragment still lands in its own block
+            delta = {"type": "input_json_delta", "partial_json": text}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        return events
+
+    def _open_block(self, block: Block) -> list[Event]:
+        events = self._close()
+        if block["type"] == "thinking":
+            block["signature"] = ""  # nothing to verify: a text model signs nothing
+        self._open = len(self.content)
+        self.content.append(block)
+        self._texts.append(io.StringIO())
+        start = {"type": "content_block_start", "index": self._open, "content_block": dict(block)}
+        return [*events, start]
+
+    def _is_open(self, kind: str) -> bool:
+        return self._open is not None and self.content[self._open]["type"] == kind
+
+    def _close(self) -> list[Event]:
+        index, self._open = self._open, None
+        return [] if index is None else [{"type": "content_block_stop", "index": index}]
+
+    def _settle(self) -> None:
+        """Each block's text or input written into it."""
+        for block, text in zip(self.content, self._texts, strict=True):
+            if block["type"] == "tool_use":
+                block["input"] = _input_object(text.getvalue())
+            else:
+                block[block["type"]] = text.getvalue()
+
+    def _usage(self, usage: Any) -> dict[str, Any]:
+        """The upstream's usage in Anthropic's names (its input excludes cached tokens); an
+        estimate when the upstream reported none."""
+        if not isinstance(usage, dict):
+            output = tokens_in_text(self._output_chars)
+            return {"input_tokens": self._input_estimate, "output_tokens": output}
+        prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        return {
+            "input_tokens": max(prompt - cached, 0),
+            "output_tokens": completion,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": cached,
+        }
+
+
+def _input_object(text: str) -> Any:
+    """A call's arguments as its input object; {} for none. A whole answer's calls always
+    parse (a call cut short stays text); a streamed one's were sent as they came."""
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
