@@ -1,0 +1,159 @@
+"""Claude Code (`claude -p`), which speaks only Anthropic's Messages API, run unchanged through
+the proxy in front of the scripted upstream, with the environment docs/messages-api.md
+shows: it creates a file with its Write tool, reads it back with Read, and reports what it
+holds.
+
+The locked package is installed into tests/clients/claude_code with `npm ci` on first use
+(the npm registry is the only network this needs; the package's native binary comes from its
+platform package there). Claude Code itself reaches nothing but loopback: its home is a
+temporary folder, its nonessential traffic (telemetry, error reports, the update check) is
+off, and any other HTTP it tried would go to a proxy that refuses connections. Where strace
+works, the run is traced and every internet connection it opened must be to 127.0.0.1. Only a
+machine without node skips this."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from node_projects import NODE, install
+from servers import StartProxy
+from upstream_server import Reply, ScriptedUpstream
+
+from protocols import get_protocol
+
+PROJECT = Path(__file__).parent / "claude_code"
+CLAUDE = PROJECT / "node_modules" / ".bin" / "claude"
+MESSAGES_PAGE = Path(__file__).parents[2] / "docs" / "messages-api.md"
+# A bound, not a wait: a hung run fails the test instead of stalling the suite.
+CLAUDE_TIMEOUT_SECONDS = 30
+# What the documented environment points at, replaced by the served proxy.
+DOCUMENTED_URL = "http://127.0.0.1:8000"
+EXPORT = re.compile(r"^export ([A-Z_]+)=(\S+)$", re.MULTILINE)
+# Only for the test run: no update check, no telemetry (the documented variable turns off
+# the rest of what is not the model's traffic).
+TEST_VARIABLES = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
+CONTENT = "hi-from-the-model"
+STRACE = shutil.which("strace")
+CONNECT = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(\d+\), (.*?)\}")
+
+
+@pytest.fixture(scope="module")
+def claude_installed() -> None:
+    install(PROJECT, CLAUDE)
+
+
+@pytest.fixture
+def refused_proxy() -> Iterator[str]:
+    """An HTTP proxy address that refuses connections: a port bound here, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def documented_environment() -> dict[str, str]:
+    """The variables the Claude Code section of docs/messages-api.md exports."""
+    page = MESSAGES_PAGE.read_text()
+    found = re.search(r"^## Claude Code\n.*?^```sh\n(.*?)^```", page, re.MULTILINE | re.DOTALL)
+    assert found, "docs/messages-api.md has a sh block under its Claude Code heading"
+    variables = dict(EXPORT.findall(found[1]))
+    assert variables.get("ANTHROPIC_BASE_URL") == DOCUMENTED_URL
+    return variables
+
+
+def strace_works() -> bool:
+    """Whether this machine lets strace trace a child (containers may forbid ptrace)."""
+    if STRACE is None:
+        return False
+    trial = subprocess.run([STRACE, "-f", "-e", "trace=connect", "true"], capture_output=True)
+    return trial.returncode == 0
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("protocol", ["json-mix", "morph-xml"])
+def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
+    claude_installed: None,
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    refused_proxy: str,
+    tmp_path: Path,
+    protocol: str,
+) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    target = work / "hello.txt"
+    proxy = start_proxy(tool_protocol=protocol)
+    documented = documented_environment()
+    render = get_protocol(protocol).render_call
+    done = f"DONE: {target} contains {CONTENT}"
+    upstream.script(
+        Reply(
+            "I'll create the file.\n",
+            render("Write", {"file_path": str(target), "content": CONTENT}),
+        ),
+        Reply("Now let me read it back.\n", render("Read", {"file_path": str(target)})),
+        Reply(done),
+    )
+    command = [str(CLAUDE), "-p", "Write hello.txt, then read it back."]
+    # Headless as root it refuses --dangerously-skip-permissions; this is what works.
+    command += ["--permission-mode", "acceptEdits", "--allowedTools", "Write", "Read"]
+    command += ["--output-format", "json"]
+    trace = tmp_path / "connections.txt"
+    if strace_works():
+        assert STRACE is not None
+        command = [STRACE, "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *command]
+
+    run = subprocess.run(
+        command,
+        cwd=work,
+        env=claude_environment(documented, proxy.url, home, refused_proxy),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CLAUDE_TIMEOUT_SECONDS,
+        check=False,
+    )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert target.read_text() == CONTENT
+    result = json.loads(run.stdout)
+    assert result["result"] == done and result["is_error"] is False
+    first, second, third = (asked.json for asked in upstream.chat_requests)
+    assert first["stream"] is True and "tools" not in first
+    assert first["model"] == documented["ANTHROPIC_MODEL"]
+    assert first["max_tokens"] == int(documented["CLAUDE_CODE_MAX_OUTPUT_TOKENS"])
+    declared = first["messages"][0]["content"]
+    assert "Write" in declared and "Read" in declared
+    assert CONTENT in json.dumps(third["messages"][-1]), "the read result went back to the model"
+    assert len(second["messages"]) < len(third["messages"])
+    if trace.exists():
+        addresses = set(CONNECT.findall(trace.read_text()))
+        assert addresses and all("127.0.0.1" in address for address in addresses), addresses
+
+
+def claude_environment(
+    documented: dict[str, str], proxy_url: str, home: Path, refused_proxy: str
+) -> dict[str, str]:
+    """Claude Code's whole environment: the documented variables pointed at the served proxy,
+    its own home, and HTTP proxies that refuse connections for anything but loopback."""
+    proxies = {name: refused_proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+    loopback = "127.0.0.1,localhost"
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        **documented,
+        "ANTHROPIC_BASE_URL": proxy_url,
+        **TEST_VARIABLES,
+        **proxies,
+        **{name.lower(): value for name, value in proxies.items()},
+        "NO_PROXY": loopback,
+        "no_proxy": loopback,
+    }
