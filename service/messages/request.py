@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..chat import ChatRequest, checked_chat_request, decoded_body, invalid
+from ..chat import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from ..settings import HostedTools
 from .tools import chat_tool_choice, messages_tools
 
@@ -166,12 +166,19 @@ def _user_messages(blocks: list[dict[str, Any]], param: str) -> list[dict[str, A
             parts.append(_chat_part(block, where))
             continue
         if parts:
-            messages.append({"role": "user", "content": parts})
+            messages.append({"role": "user", "content": _content(parts)})
             parts = []
         messages.append(_tool_message(block, where))
     if parts:
-        messages.append({"role": "user", "content": parts})
+        messages.append({"role": "user", "content": _content(parts)})
     return messages
+
+
+def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Text parts as one string (what every chat template takes), parts when there is more."""
+    if all(part["type"] == "text" for part in parts):
+        return content_text(parts)
+    return parts
 
 
 def _tool_message(block: dict[str, Any], param: str) -> dict[str, Any]:
@@ -186,17 +193,13 @@ def _tool_message(block: dict[str, Any], param: str) -> dict[str, Any]:
         parts = [_chat_part(part, f"{param}.content[{at}]") for at, part in enumerate(content)]
     else:
         raise invalid("a tool_result's content must be a string or an array of blocks", param)
+    content = _content(parts)
     if block.get("is_error") is True:
-        parts = [{"type": "text", "text": ERROR_RESULT_PREFIX}, *parts]
-        parts[:2] = _joined_text(parts[:2])
-    return {"role": "tool", "tool_call_id": call_id, "content": parts}
-
-
-def _joined_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Two parts as one when both are text (an error's prefix and its message)."""
-    if all(part.get("type") == "text" for part in parts):
-        return [{"type": "text", "text": "".join(part["text"] for part in parts)}]
-    return parts
+        if isinstance(content, str):
+            content = ERROR_RESULT_PREFIX + content
+        else:
+            content = [{"type": "text", "text": ERROR_RESULT_PREFIX}, *content]
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 def _chat_part(block: Any, param: str) -> dict[str, Any]:

@@ -114,8 +114,11 @@ def anthropic_error_body(message: str, error_type: str) -> dict[str, Any]:
 
 def anthropic_error_of(error: dict[str, Any], status: int | None = None) -> dict[str, Any]:
     """An OpenAI error body's `error` in Anthropic's shape: typed by the status it was
-    answered with, or, mid-stream, by its code."""
+    answered with, or, mid-stream, by its code; the field at fault, which Anthropic's shape
+    has no place for, leads the message."""
     message = str(error.get("message") or "upstream failed")
+    if error.get("param"):
+        message = f"{error['param']}: {message}"
     if status is not None:
         return anthropic_error_body(message, anthropic_error_type(status))
     code = str(error.get("code"))
