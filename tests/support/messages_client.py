@@ -35,9 +35,17 @@ QUESTION = {"role": "user", "content": "What is the weather in Paris?"}
 
 
 @contextmanager
-def anthropic_client(proxy: Proxy, api_key: str = "test") -> Iterator[anthropic.Anthropic]:
+def anthropic_client(
+    proxy: Proxy, api_key: str = "test", *, bearer: bool = False
+) -> Iterator[anthropic.Anthropic]:
+    """The SDK pointed at the proxy. It sends its `api_key` as `Authorization: Bearer`; by
+    default the key goes as `x-api-key` instead, as Claude Code sends it."""
     client = anthropic.Anthropic(
-        base_url=proxy.url, api_key=api_key, max_retries=0, timeout=CLIENT_TIMEOUT_SECONDS
+        base_url=proxy.url,
+        api_key=api_key if bearer else None,
+        default_headers={} if bearer else {"x-api-key": api_key},
+        max_retries=0,
+        timeout=CLIENT_TIMEOUT_SECONDS,
     )
     with client:
         yield client

@@ -299,10 +299,12 @@ def test_x_api_key_is_checked_against_the_proxy_keys_and_never_sent_upstream(
     upstream: ScriptedUpstream, start_proxy: StartProxy
 ) -> None:
     proxy = start_proxy(proxy_api_keys="key-1,key-2")
-    upstream.script(Reply("Hello."))
+    upstream.script(Reply("Hello."), Reply("Hello again."))
 
     with anthropic_client(proxy, api_key="key-2") as client:
         message = client.messages.create(**message_params())
+    with anthropic_client(proxy, api_key="key-1", bearer=True) as client:
+        client.messages.create(**message_params())
     with (
         anthropic_client(proxy, api_key="key-3") as client,
         pytest.raises(anthropic.AuthenticationError) as refused,
@@ -311,14 +313,12 @@ def test_x_api_key_is_checked_against_the_proxy_keys_and_never_sent_upstream(
 
     assert text(message.model_dump()) == "Hello."
     assert refused.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
-    [sent] = upstream.requests
-    assert "x-api-key" not in sent.headers and "authorization" not in sent.headers
-    chat = proxy.http.post(
-        "/v1/chat/completions",
-        json={"model": MODEL, "messages": [QUESTION]},
-        headers={"x-api-key": "key-1"},
-    )
-    assert chat.status_code != 401
+    assert len(upstream.requests) == 2
+    for sent in upstream.requests:
+        assert "x-api-key" not in sent.headers and "authorization" not in sent.headers
+    chat = {"model": MODEL, "messages": [QUESTION]}
+    refused_chat = proxy.http.post("/v1/chat/completions", json=chat, headers={"x-api-key": "k"})
+    assert refused_chat.status_code == 401, "x-api-key is checked on every endpoint"
 
 
 def test_the_clients_x_api_key_goes_upstream_as_its_bearer_token(
