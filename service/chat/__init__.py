@@ -14,7 +14,15 @@ from .completions import (
 from .hosted_tools import check_hosted_tool, count_dropped_tools
 from .request import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from .rewrite import FORCED_CHOICES, rewrite_request
-from .translation import AnswerAssembler, Event, assemble_whole, assembled_events, named_event
+from .translation import (
+    AnswerAssembler,
+    DeltaAssembler,
+    Event,
+    Translation,
+    assemble_whole,
+    assembled_events,
+    named_event,
+)
 
 __all__ = [
     "CONTENT",
@@ -25,7 +33,9 @@ __all__ = [
     "ChatExchange",
     "ChatRequest",
     "Delta",
+    "DeltaAssembler",
     "Event",
+    "Translation",
     "assemble_whole",
     "assembled_events",
     "check_hosted_tool",

@@ -9,9 +9,17 @@ the same for every endpoint."""
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from starlette.requests import Request
+
+from protocols import Protocol as ToolProtocol
+
+from ..context import ProxyContext
+from ..observability import request_record
 from ..upstream import REASONING_KEYS
 from ..wire import (
     DONE,
@@ -23,7 +31,10 @@ from ..wire import (
     json_bytes,
     json_value,
 )
-from .chunks import Delta
+from .chunks import CONTENT, REASONING, Delta
+from .completions import ChatAnswer, ChatExchange
+from .hosted_tools import count_dropped_tools
+from .request import ChatRequest
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +53,68 @@ class AnswerAssembler(Protocol):
     def fail(self, error: dict[str, Any]) -> list[Event]:
         """`error`: the fields of an OpenAI error body's `error` (message, type, code)."""
         ...
+
+
+class DeltaAssembler(ABC):
+    """An assembler that takes a chat delta's parts in the order a client reads them: the
+    reasoning, the text, then each tool-call fragment (a call's start, or more of its
+    arguments)."""
+
+    def delta(self, delta: Delta) -> list[Event]:
+        events: list[Event] = []
+        if text := delta.get(REASONING):
+            events += self.reasoning_delta(text)
+        if text := delta.get(CONTENT):
+            events += self.content_delta(text)
+        for fragment in delta.get("tool_calls") or ():
+            events += self.call_delta(fragment)
+        return events
+
+    @abstractmethod
+    def reasoning_delta(self, text: str) -> list[Event]: ...
+
+    @abstractmethod
+    def content_delta(self, text: str) -> list[Event]: ...
+
+    @abstractmethod
+    def call_delta(self, fragment: dict[str, Any]) -> list[Event]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """A translating endpoint's chat request, ready to send: the exchange that answers it,
+    the protocol of its route and the body its upstream gets (`ChatExchange.upstream_body`:
+    rendered and tools-free, or as sent to a route whose upstream calls tools itself)."""
+
+    exchange: ChatExchange
+    protocol: ToolProtocol
+    upstream_body: dict[str, Any]
+
+    @classmethod
+    def of(
+        cls,
+        request: Request,
+        context: ProxyContext,
+        chat: ChatRequest,
+        *,
+        dropped: tuple[str, ...] = (),
+        held_whole: bool = False,
+    ) -> Translation:
+        """The request's record told its model and stream, the hosted tools left out
+        (`dropped`) counted, its route's upstream and protocol chosen, its body made."""
+        record = request_record(request)
+        count_dropped_tools(context, record.request_id, dropped)
+        model = chat.body.get("model")
+        record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
+        target = context.router.target_for(model)
+        protocol = context.router.protocol_for(target)
+        exchange = ChatExchange(request, context, chat, target, held_whole=held_whole)
+        return cls(exchange, protocol, exchange.upstream_body(protocol))
+
+    async def answer(self) -> ChatAnswer:
+        """Tools or none, the chat answer's checks and shaping (never a relay): a forced
+        call, or the model's output parsed (`ChatExchange.answered`)."""
+        return await self.exchange.answered(self.protocol, self.upstream_body)
 
 
 def named_event(event: Event) -> bytes:

@@ -11,9 +11,9 @@ from starlette.responses import Response
 
 from ..chat import (
     ChatExchange,
+    Translation,
     assemble_whole,
     assembled_events,
-    count_dropped_tools,
     named_event,
     traced_event_response,
     traced_json_response,
@@ -29,21 +29,13 @@ from .tokens import estimated_prompt_tokens
 async def create_message(request: Request, context: ProxyContext) -> Response:
     """`POST /v1/messages`."""
     asked = await _messages_request(request, context)
-    chat = asked.chat
-    record = request_record(request)
-    count_dropped_tools(context, record.request_id, asked.dropped)
-    model = chat.body.get("model")
-    record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
-    target = context.router.target_for(model)
-    protocol = context.router.protocol_for(target)
-    exchange = ChatExchange(request, context, chat, target)
-    upstream_body = exchange.upstream_body(protocol)
+    translation = Translation.of(request, context, asked.chat, dropped=asked.dropped)
     assembler = MessageAssembler(
-        model=exchange.model_name(),
+        model=translation.exchange.model_name(),
         thinking=asked.thinking,
-        input_estimate=estimated_prompt_tokens(upstream_body),
+        input_estimate=estimated_prompt_tokens(translation.upstream_body),
     )
-    answer = await exchange.answered(protocol, upstream_body)
+    answer = await translation.answer()
     if answer.events is None:
         assemble_whole(assembler, answer.completion or {})
         return traced_json_response(assembler.message, answer.trace)

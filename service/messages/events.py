@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from ..chat import CONTENT, REASONING, Delta, Event
+from ..chat import DeltaAssembler, Event
 from ..wire import anthropic_error_of
 from .tokens import tokens_in_text
 
@@ -33,7 +33,7 @@ def tool_use_id(call_id: str) -> str:
     return TOOL_USE_ID_PREFIX + call_id.removeprefix(CALL_ID_PREFIX)
 
 
-class MessageAssembler:
+class MessageAssembler(DeltaAssembler):
     """One message's content blocks, grown delta by delta; each step returns its events.
 
     >>> assembler = MessageAssembler(model="m", thinking=False, input_estimate=12)
@@ -69,15 +69,11 @@ class MessageAssembler:
         started = {**self._message, "content": [], "usage": dict(self._message["usage"])}
         return [{"type": "message_start", "message": started}, {"type": "ping"}]
 
-    def delta(self, delta: Delta) -> list[Event]:
-        events: list[Event] = []
-        if (text := delta.get(REASONING)) and self._thinking:
-            events += self._text("thinking", text)
-        if text := delta.get(CONTENT):
-            events += self._text("text", text)
-        for fragment in delta.get("tool_calls") or ():
-            events += self._call_fragment(fragment)
-        return events
+    def reasoning_delta(self, text: str) -> list[Event]:
+        return self._text("thinking", text) if self._thinking else []
+
+    def content_delta(self, text: str) -> list[Event]:
+        return self._text("text", text)
 
     def finish(self, finish_reason: str | None, usage: Any) -> list[Event]:
         """Every block stopped, the stop reason and usage said, the message stopped."""
@@ -109,7 +105,7 @@ class MessageAssembler:
         delta = {"type": DELTAS[kind], kind: text}
         return [*events, {"type": "content_block_delta", "index": index, "delta": delta}]
 
-    def _call_fragment(self, fragment: dict[str, Any]) -> list[Event]:
+    def call_delta(self, fragment: dict[str, Any]) -> list[Event]:
         """A chat call's start or more of its arguments (a JSON text, in fragments)."""
         function = fragment.get("function") or {}
         events: list[Event] = []

@@ -12,16 +12,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..chat import (
-    ChatExchange,
+    Translation,
     assemble_whole,
     assembled_events,
-    count_dropped_tools,
     named_event,
     traced_event_response,
     traced_json_response,
 )
 from ..context import ProxyContext
-from ..observability import request_record
 from ..wire import EventStream, read_limited
 from .events import ResponseAssembler
 from .request import parse_responses_request
@@ -35,16 +33,11 @@ async def create_response(
     limit = context.settings.max_request_bytes
     raw = await read_limited(request, limit)
     asked = await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)
-    chat = asked.chat
-    record = request_record(request)
-    count_dropped_tools(context, record.request_id, asked.tools.dropped)
-    model = chat.body.get("model")
-    record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
-    target = context.router.target_for(model)
-    protocol = context.router.protocol_for(target)
-    exchange = ChatExchange(request, context, chat, target, held_whole=True)
-    # Tools or none, the chat answer's checks and shaping: never a relay.
-    answer = await exchange.answered(protocol, exchange.upstream_body(protocol))
+    translation = Translation.of(
+        request, context, asked.chat, dropped=asked.tools.dropped, held_whole=True
+    )
+    answer = await translation.answer()
+    exchange = translation.exchange
     assembler = ResponseAssembler(asked.body, model=exchange.model_name(), tools=asked.tools)
 
     async def stored() -> None:

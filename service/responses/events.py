@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..chat import CONTENT, REASONING, Delta, Event
+from ..chat import DeltaAssembler, Event
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
 Item = dict[str, Any]
@@ -57,7 +57,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-class ResponseAssembler:
+class ResponseAssembler(DeltaAssembler):
     """One response's output items, grown delta by delta; each step returns its events.
 
     >>> assembler = ResponseAssembler(request_body, model="m")
@@ -113,15 +113,11 @@ class ResponseAssembler:
             self._event("response.in_progress", response=self._snapshot()),
         ]
 
-    def delta(self, delta: Delta) -> list[Event]:
-        events: list[Event] = []
-        if text := delta.get(REASONING):
-            events += self._text("reasoning", text)
-        if text := delta.get(CONTENT):
-            events += self._text("message", text)
-        for fragment in delta.get("tool_calls") or ():
-            events += self._call_fragment(fragment)
-        return events
+    def reasoning_delta(self, text: str) -> list[Event]:
+        return self._text("reasoning", text)
+
+    def content_delta(self, text: str) -> list[Event]:
+        return self._text("message", text)
 
     def finish(self, finish_reason: str | None, usage: Any) -> list[Event]:
         """Every open item done, then the response completed, or incomplete at the limit."""
@@ -172,7 +168,7 @@ class ResponseAssembler:
         )
         return events
 
-    def _call_fragment(self, fragment: dict[str, Any]) -> list[Event]:
+    def call_delta(self, fragment: dict[str, Any]) -> list[Event]:
         """A chat call's start or more of its text: `function.arguments`, or a custom call's
         `custom.input`."""
         index, custom = fragment["index"], CUSTOM in fragment
