@@ -35,6 +35,7 @@ ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
 CONTENT = "content"
 REASONING = "reasoning_content"
 FUNCTION, CUSTOM = "function", "custom"
+STOP = "stop"  # the finish reason of a text that ended by itself
 # A call's type -> the field of its payload that grows fragment by fragment.
 CALL_TEXT = {FUNCTION: "arguments", CUSTOM: "input"}
 
@@ -231,8 +232,8 @@ def finish_reason(upstream_reason: str | None, mapper: DeltaMapper) -> str:
     if mapper.completed_calls:
         return "tool_calls"
     if upstream_reason == "tool_calls":
-        return "stop"
-    return upstream_reason or "stop"
+        return STOP
+    return upstream_reason or STOP
 
 
 def _append_text(out: list[Delta], key: str, text: str) -> None:
@@ -289,13 +290,23 @@ class ChunkEncoder:
             system_fingerprint=upstream.get("system_fingerprint"),
         )
 
-    def chunk(self, index: int, delta: Delta, finish_reason: str | None = None) -> bytes:
+    def chunk(
+        self,
+        index: int,
+        delta: Delta,
+        finish_reason: str | None = None,
+        stop_reason: str | None = None,
+    ) -> bytes:
+        """`stop_reason`: the stop sequence the upstream said it stopped at, passed on as
+        vLLM writes it."""
         reason = b"null" if finish_reason is None else json_bytes(finish_reason)
-        return b'%s{"index":%d,"delta":%s,"finish_reason":%s}]}' % (
+        stop = b"" if stop_reason is None else b',"stop_reason":' + json_bytes(stop_reason)
+        return b'%s{"index":%d,"delta":%s,"finish_reason":%s%s}]}' % (
             self._head,
             index,
             json_bytes(delta),
             reason,
+            stop,
         )
 
     def usage(self, usage: Any) -> bytes:

@@ -33,7 +33,7 @@ from ..wire import (
     json_bytes,
     json_value,
 )
-from .chunks import ROLE_DELTA, ChunkEncoder, finish_reason
+from .chunks import ROLE_DELTA, STOP, ChunkEncoder, finish_reason
 from .parser_config import OutputParsing
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class _ChoiceStream:
                 events.append(data_event(self._encoder.chunk(self._index, delta)))
         return events
 
-    def finish(self, upstream_reason: str | None) -> list[bytes]:
+    def finish(self, upstream_reason: str | None, matched_stop: str | None = None) -> list[bytes]:
         self.finished = True
         chunk = self._encoder.chunk
         mapper = self._mapper
@@ -83,7 +83,8 @@ class _ChoiceStream:
             for delta in [*mapper.deltas(self._parser.finish()), *mapper.rescued()]
         ]
         reason = finish_reason(upstream_reason, self._mapper)
-        events.append(data_event(chunk(self._index, {}, reason)))
+        stop = matched_stop if reason == STOP else None  # a stop sequence ended its text
+        events.append(data_event(chunk(self._index, {}, reason, stop)))
         return events
 
 
@@ -126,7 +127,7 @@ async def stream_completion(
                     yield event
                 reason = upstream_choice.finish_reason
                 if reason and not choice.finished:
-                    for event in choice.finish(reason):
+                    for event in choice.finish(reason, upstream_choice.matched_stop):
                         yield event
             usage = chunk.get("usage") or usage
         if not complete and not (choices and all(c.finished for c in choices.values())):

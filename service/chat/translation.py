@@ -20,7 +20,7 @@ from protocols import Protocol as ToolProtocol
 
 from ..context import ProxyContext
 from ..observability import request_record
-from ..upstream import REASONING_KEYS
+from ..upstream import REASONING_KEYS, matched_stop
 from ..wire import (
     DONE,
     SERVER_ERROR,
@@ -31,7 +31,7 @@ from ..wire import (
     json_bytes,
     json_value,
 )
-from .chunks import CONTENT, REASONING, Delta
+from .chunks import CONTENT, REASONING, STOP, Delta
 from .completions import ChatAnswer, ChatExchange
 from .hosted_tools import count_dropped_tools
 from .request import ChatRequest
@@ -48,7 +48,11 @@ class AnswerAssembler(Protocol):
 
     def delta(self, delta: Delta) -> list[Event]: ...
 
-    def finish(self, finish_reason: str | None, usage: Any) -> list[Event]: ...
+    def finish(
+        self, finish_reason: str | None, usage: Any, matched_stop: str | None = None
+    ) -> list[Event]:
+        """`matched_stop`: the stop sequence that ended the text, when the upstream says."""
+        ...
 
     def fail(self, error: dict[str, Any]) -> list[Event]:
         """`error`: the fields of an OpenAI error body's `error` (message, type, code)."""
@@ -135,7 +139,9 @@ def assemble_whole(assembler: AnswerAssembler, completion: dict[str, Any]) -> No
     assembler holds the whole answer)."""
     choice = (completion.get("choices") or [{}])[0]
     assembler.delta(whole_message_delta(choice.get("message") or {}))
-    assembler.finish(choice.get("finish_reason"), completion.get("usage"))
+    reason = choice.get("finish_reason")
+    stop = matched_stop(choice) if reason == STOP else None
+    assembler.finish(reason, completion.get("usage"), stop)
 
 
 async def assembled_events(
@@ -151,7 +157,7 @@ async def assembled_events(
     well."""
     for event in assembler.start():
         yield encode(event)
-    finish_reason, usage = None, None
+    finish_reason, usage, stop = None, None, None
     try:
         async for chat_event in chat_events:
             payload = event_payload(chat_event)
@@ -167,7 +173,8 @@ async def assembled_events(
                 for event in assembler.delta(choice["delta"]):
                     yield encode(event)
                 finish_reason = choice["finish_reason"] or finish_reason
-        events = assembler.finish(finish_reason, usage)
+                stop = choice.get("stop_reason") or stop
+        events = assembler.finish(finish_reason, usage, stop)
         if on_finished is not None:
             await on_finished()
     except ProxyError as error:

@@ -34,6 +34,7 @@ async def create_message(request: Request, context: ProxyContext) -> Response:
         model=translation.exchange.model_name(),
         thinking=asked.thinking,
         input_estimate=estimated_prompt_tokens(translation.upstream_body),
+        stop_sequences=asked.stop_sequences,
     )
     answer = await translation.answer()
     if answer.events is None:

@@ -22,7 +22,7 @@ STOP_REASONS = {
     "stop": "end_turn",
     "content_filter": "refusal",
 }
-END_TURN = "end_turn"
+END_TURN, STOP_SEQUENCE = "end_turn", "stop_sequence"
 CALL_ID_PREFIX, TOOL_USE_ID_PREFIX = "call_", "toolu_"
 # A delta's type for each kind of block, and the field it grows.
 DELTAS = {"text": "text_delta", "thinking": "thinking_delta"}
@@ -42,8 +42,16 @@ class MessageAssembler(DeltaAssembler):
     >>> assembler.finish("stop", usage)  # content_block_stop, message_delta, message_stop
     """
 
-    def __init__(self, *, model: str, thinking: bool, input_estimate: int) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        thinking: bool,
+        input_estimate: int,
+        stop_sequences: tuple[str, ...] = (),
+    ) -> None:
         self.content: list[Block] = []
+        self._stop_sequences = stop_sequences
         self._thinking = thinking  # reasoning becomes thinking blocks; else it is left out
         self._input_estimate = input_estimate
         self._texts: list[io.StringIO] = []  # each block's text or input JSON, as it grew
@@ -75,17 +83,25 @@ class MessageAssembler(DeltaAssembler):
     def content_delta(self, text: str) -> list[Event]:
         return self._text("text", text)
 
-    def finish(self, finish_reason: str | None, usage: Any) -> list[Event]:
-        """Every block stopped, the stop reason and usage said, the message stopped."""
+    def finish(
+        self, finish_reason: str | None, usage: Any, matched_stop: str | None = None
+    ) -> list[Event]:
+        """Every block stopped, the stop reason and usage said, the message stopped. A text
+        the upstream says one of the request's stop sequences ended is `stop_sequence`."""
         events = self._close()
         self._settle()
         stop_reason = STOP_REASONS.get(finish_reason or "", END_TURN)
-        self._message.update(stop_reason=stop_reason, usage=self._usage(usage))
+        stop_sequence = matched_stop if matched_stop in self._stop_sequences else None
+        if stop_sequence is not None:
+            stop_reason = STOP_SEQUENCE
+        self._message.update(
+            stop_reason=stop_reason, stop_sequence=stop_sequence, usage=self._usage(usage)
+        )
         return [
             *events,
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
                 "usage": self._message["usage"],
             },
             {"type": "message_stop"},

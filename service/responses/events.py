@@ -119,7 +119,9 @@ class ResponseAssembler(DeltaAssembler):
     def content_delta(self, text: str) -> list[Event]:
         return self._text("message", text)
 
-    def finish(self, finish_reason: str | None, usage: Any) -> list[Event]:
+    def finish(
+        self, finish_reason: str | None, usage: Any, matched_stop: str | None = None
+    ) -> list[Event]:
         """Every open item done, then the response completed, or incomplete at the limit."""
         events = self._close()
         self._response["usage"] = _usage(usage)

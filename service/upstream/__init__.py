@@ -13,6 +13,7 @@ from .answer import (
     checked_answer,
     checked_envelope,
     chunk_choices,
+    matched_stop,
 )
 from .client import ReadLimits, Upstream, UpstreamStream, build_client
 from .relay import ClosingResponse, relayed
@@ -36,5 +37,6 @@ __all__ = [
     "checked_envelope",
     "chunk_choices",
     "load_routes",
+    "matched_stop",
     "relayed",
 ]

@@ -24,6 +24,11 @@ CONTENT_TYPES = (str, list, NoneType)  # a whole message's content: text, text p
 NUMBER = (int, float)
 
 
+# Where upstreams say which stop sequence ended a choice: vLLM's `stop_reason` (a string, or
+# a token id), SGLang's `matched_stop`. OpenAI's API says only `finish_reason: "stop"`.
+MATCHED_STOP_KEYS = ("stop_reason", "matched_stop")
+
+
 # Not frozen: a frozen dataclass's __init__ costs three object.__setattr__ calls per chunk.
 @dataclass(slots=True)
 class UpstreamChoice:
@@ -32,6 +37,7 @@ class UpstreamChoice:
     finish_reason: str | None
     # The upstream's own tool calls in it, read only from an upstream that makes them.
     calls: Sequence[CallFragment] = ()
+    matched_stop: str | None = None  # the stop sequence that ended it, if the upstream says
 
 
 # The kinds of call OpenAI sends, each under its own key: function calls, free-form custom calls.
@@ -83,6 +89,14 @@ def call_fragments(calls: Any, *, whole: bool = False) -> list[CallFragment]:
     return fragments
 
 
+def matched_stop(choice: dict[str, Any]) -> str | None:
+    """The stop sequence an upstream choice says it stopped at, if it says (a string)."""
+    for key in MATCHED_STOP_KEYS:
+        if isinstance(value := choice.get(key), str):
+            return value
+    return None
+
+
 BAD_CHUNK = "upstream_bad_chunk"
 
 
@@ -129,11 +143,12 @@ def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list
         reason = choice.get("finish_reason")
         if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
+        stop = None if reason is None else matched_stop(choice)  # read only at the finish
         if calls:  # a whole `message`: an upstream that ignored `stream: true`
             found = call_fragments(delta.get("tool_calls"), whole="message" in choice)
-            checked.append(UpstreamChoice(index, delta, reason, found))
+            checked.append(UpstreamChoice(index, delta, reason, found, stop))
         else:
-            checked.append(UpstreamChoice(index, delta, reason))
+            checked.append(UpstreamChoice(index, delta, reason, matched_stop=stop))
     return checked
 
 

@@ -33,6 +33,9 @@ from upstream_server import (
     Fail,
     Reply,
     ScriptedUpstream,
+    Verbatim,
+    raw_chunk_event,
+    raw_completion,
 )
 
 from protocols import ToolSpec, get_protocol
@@ -345,3 +348,30 @@ def test_messages_are_counted_under_their_own_route(
     requests = {"route": "messages", "protocol": "json-mix", "stream": "true"}
     assert metrics.value("toolcall_proxy_requests_total", **requests, status_class="2xx") == 1
     assert metrics.value("toolcall_proxy_tool_calls_total", tool="get_weather") == 1
+
+
+def test_a_stop_sequence_the_upstream_names_is_the_stop_reason(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    """vLLM names the stop sequence it stopped at (`stop_reason`); OpenAI's API does not."""
+    stopped = {"finish_reason": "stop", "stop_reason": "three"}
+    if stream:
+        upstream.script(
+            Verbatim(
+                raw_chunk_event({"index": 0, "delta": {"content": "One, two, "}}),
+                raw_chunk_event({"index": 0, "delta": {}, **stopped}),
+                b"data: [DONE]\n\n",
+            )
+        )
+    else:
+        message = {"role": "assistant", "content": "One, two, "}
+        upstream.script(raw_completion({"index": 0, "message": message, **stopped}))
+
+    message = create(proxy, stream, stop_sequences=["three", "four"])
+    plain = {"finish_reason": "stop", "stop_reason": None}
+    upstream.script(raw_completion({"index": 0, "message": {"content": "One."}, **plain}))
+    ended = create(proxy, False, stop_sequences=["three"])
+
+    assert text(message) == "One, two, "
+    assert (message["stop_reason"], message["stop_sequence"]) == ("stop_sequence", "three")
+    assert (ended["stop_reason"], ended["stop_sequence"]) == ("end_turn", None)
