@@ -121,7 +121,9 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
         blocks = _blocks(message, param)
         role = message["role"]
         if role == "assistant":
-            chat.append(_assistant_message(blocks, f"{param}.content"))
+            said = _assistant_message(blocks, f"{param}.content")
+            if said["content"] is not None or "tool_calls" in said:  # not only thinking
+                chat.append(said)
         elif role == "system":  # mid-conversation instructions, kept where they were said
             chat.append({"role": "system", "content": _text_of(blocks, f"{param}.content")})
         else:

@@ -145,6 +145,7 @@ def test_results_as_blocks_errors_and_thinking_are_rendered_as_the_model_can_rea
     }
     messages = [
         QUESTION,
+        {"role": "assistant", "content": [thinking]},  # a turn of thinking alone: not sent
         {
             "role": "assistant",
             "content": [thinking, {"type": "text", "text": "Checking."}, EARLIER_CALL],
