@@ -11,7 +11,7 @@ from .completions import (
     traced_event_response,
     traced_json_response,
 )
-from .hosted_tools import check_hosted_tool, count_dropped_tools
+from .hosted_tools import check_hosted_tool
 from .request import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from .rewrite import FORCED_CHOICES, rewrite_request
 from .translation import (
@@ -19,7 +19,6 @@ from .translation import (
     DeltaAssembler,
     Event,
     Translation,
-    assemble_whole,
     assembled_events,
     named_event,
 )
@@ -36,12 +35,10 @@ __all__ = [
     "DeltaAssembler",
     "Event",
     "Translation",
-    "assemble_whole",
     "assembled_events",
     "check_hosted_tool",
     "checked_chat_request",
     "content_text",
-    "count_dropped_tools",
     "create_completion",
     "decoded_body",
     "invalid",

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from protocols import Protocol as ToolProtocol
 
 from ..context import ProxyContext
 from ..observability import request_record
+from ..settings import Settings
 from ..upstream import REASONING_KEYS, matched_stop
 from ..wire import (
     DONE,
@@ -32,13 +34,13 @@ from ..wire import (
     json_value,
 )
 from .chunks import CONTENT, REASONING, STOP, Delta
-from .completions import ChatAnswer, ChatExchange
+from .completions import ChatExchange, traced_event_response, traced_json_response
 from .hosted_tools import count_dropped_tools
 from .request import ChatRequest
 
-logger = logging.getLogger(__name__)
+Event = dict[str, Any]  # one event of the endpoint's own API
 
-Event = dict[str, Any]
+logger = logging.getLogger(__name__)
 
 
 class AnswerAssembler(Protocol):
@@ -93,6 +95,7 @@ class Translation:
     exchange: ChatExchange
     protocol: ToolProtocol
     upstream_body: dict[str, Any]
+    settings: Settings
 
     @classmethod
     def of(
@@ -113,12 +116,27 @@ class Translation:
         target = context.router.target_for(model)
         protocol = context.router.protocol_for(target)
         exchange = ChatExchange(request, context, chat, target, held_whole=held_whole)
-        return cls(exchange, protocol, exchange.upstream_body(protocol))
+        return cls(exchange, protocol, exchange.upstream_body(protocol), context.settings)
 
-    async def answer(self) -> ChatAnswer:
-        """Tools or none, the chat answer's checks and shaping (never a relay): a forced
-        call, or the model's output parsed (`ChatExchange.answered`)."""
-        return await self.exchange.answered(self.protocol, self.upstream_body)
+    async def respond(
+        self,
+        assembler: AnswerAssembler,
+        whole: Callable[[], dict[str, Any]],
+        *,
+        on_finished: Callable[[], Awaitable[None]] | None = None,
+    ) -> Response:
+        """The chat answer, with tools or none checked and shaped as chat's (a forced call,
+        or the model's output parsed: `ChatExchange.answered`; never a relay), retold by
+        `assembler`: whole, as `whole()` once assembled, or as its named event stream.
+        `on_finished` is awaited once an answer ended well, before a whole one is sent."""
+        answer = await self.exchange.answered(self.protocol, self.upstream_body)
+        if answer.events is None:
+            assemble_whole(assembler, answer.completion or {})
+            if on_finished is not None:
+                await on_finished()
+            return traced_json_response(whole(), answer.trace)
+        events = assembled_events(assembler, answer.events, named_event, on_finished=on_finished)
+        return traced_event_response(events, answer.trace, answer.upstream, self.settings)
 
 
 def named_event(event: Event) -> bytes:

@@ -9,17 +9,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..chat import (
-    ChatExchange,
-    Translation,
-    assemble_whole,
-    assembled_events,
-    named_event,
-    traced_event_response,
-    traced_json_response,
-)
+from ..chat import Translation
 from ..context import ProxyContext
-from ..observability import request_record
 from ..wire import json_response, read_limited
 from .events import MessageAssembler
 from .request import MessagesRequest, parse_messages_request
@@ -36,24 +27,16 @@ async def create_message(request: Request, context: ProxyContext) -> Response:
         input_estimate=estimated_prompt_tokens(translation.upstream_body),
         stop_sequences=asked.stop_sequences,
     )
-    answer = await translation.answer()
-    if answer.events is None:
-        assemble_whole(assembler, answer.completion or {})
-        return traced_json_response(assembler.message, answer.trace)
-    events = assembled_events(assembler, answer.events, named_event)
-    return traced_event_response(events, answer.trace, answer.upstream, context.settings)
+    return await translation.respond(assembler, lambda: assembler.message)
 
 
 async def count_tokens(request: Request, context: ProxyContext) -> Response:
     """`POST /v1/messages/count_tokens`: the estimate for the prompt the upstream would be
-    sent, rendered with the protocol of the model's route (see `tokens.py`)."""
+    sent, made as for `POST /v1/messages` on the model's route (see `tokens.py`); the
+    upstream is asked nothing."""
     asked = await _messages_request(request, context)
-    model = asked.chat.body.get("model")
-    request_record(request).model = model if isinstance(model, str) else None
-    target = context.router.target_for(model)
-    exchange = ChatExchange(request, context, asked.chat, target)  # asks nothing upstream
-    upstream_body = exchange.upstream_body(context.router.protocol_for(target))
-    return json_response({"input_tokens": estimated_prompt_tokens(upstream_body)})
+    translation = Translation.of(request, context, asked.chat)
+    return json_response({"input_tokens": estimated_prompt_tokens(translation.upstream_body)})
 
 
 async def _messages_request(request: Request, context: ProxyContext) -> MessagesRequest:

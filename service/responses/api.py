@@ -6,19 +6,11 @@ Responses event stream. The upstream only ever sees chat completions."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..chat import (
-    Translation,
-    assemble_whole,
-    assembled_events,
-    named_event,
-    traced_event_response,
-    traced_json_response,
-)
+from ..chat import Translation, assembled_events, named_event
 from ..context import ProxyContext
 from ..wire import EventStream, read_limited
 from .events import ResponseAssembler
@@ -36,9 +28,8 @@ async def create_response(
     translation = Translation.of(
         request, context, asked.chat, dropped=asked.tools.dropped, held_whole=True
     )
-    answer = await translation.answer()
-    exchange = translation.exchange
-    assembler = ResponseAssembler(asked.body, model=exchange.model_name(), tools=asked.tools)
+    model = translation.exchange.model_name()
+    assembler = ResponseAssembler(asked.body, model=model, tools=asked.tools)
 
     async def stored() -> None:
         if asked.store:
@@ -46,18 +37,7 @@ async def create_response(
             indexed = (*asked.referenced, *assembler.output)
             await store.put(owner, assembler.response["id"], conversation, indexed)
 
-    if answer.events is None:
-        response = whole_response(assembler, answer.completion or {})
-        await stored()
-        return traced_json_response(response, answer.trace)
-    events = response_events(assembler, answer.events, on_finished=stored)
-    return traced_event_response(events, answer.trace, answer.upstream, context.settings)
-
-
-def whole_response(assembler: ResponseAssembler, completion: dict[str, Any]) -> dict[str, Any]:
-    """A whole chat completion's first choice as the finished `response`."""
-    assemble_whole(assembler, completion)
-    return assembler.response
+    return await translation.respond(assembler, lambda: assembler.response, on_finished=stored)
 
 
 def response_events(
