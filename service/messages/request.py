@@ -12,6 +12,7 @@ from typing import Any
 
 from ..chat import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from ..settings import HostedTools
+from ..wire import json_bytes
 from .tools import chat_tool_choice, messages_tools
 
 # Fields copied to the chat body under the same name.
@@ -133,7 +134,8 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
 
 def _assistant_message(blocks: list[dict[str, Any]], param: str) -> dict[str, Any]:
     """The assistant's text joined, its tool_use blocks as chat tool calls (the input object
-    as the arguments: the protocol writes the call from it), its thinking left out."""
+    as the arguments' JSON text, as OpenAI's API has it: the protocol writes the call from
+    it, and an upstream that calls tools itself takes it as sent), its thinking left out."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for index, block in enumerate(blocks):
@@ -147,7 +149,7 @@ def _assistant_message(blocks: list[dict[str, Any]], param: str) -> dict[str, An
                 raise invalid("a tool_use block needs a string id and name", f"{param}[{index}]")
             if not isinstance(arguments, dict | None):
                 raise invalid("a tool_use block's input must be an object", f"{param}[{index}]")
-            function = {"name": name, "arguments": arguments or {}}
+            function = {"name": name, "arguments": json_bytes(arguments or {}).decode()}
             calls.append({"id": call_id, "type": "function", "function": function})
         elif kind not in THINKING_BLOCKS:
             raise _unsupported(kind, f"{param}[{index}]")
