@@ -1,7 +1,8 @@
 """The Responses store through served proxies: a conversation belongs to the client key that
 made it, the store is bounded in bytes, a named conversation counts against the request
 limit, and proxies that share one real redis-server continue each other's conversations,
-answer 503 while it is down and recover when it is back."""
+answer 503 while it is down and recover when it is back; a key's owner is the same however
+the key is sent."""
 
 from __future__ import annotations
 
@@ -72,6 +73,23 @@ def test_a_conversation_is_continued_only_with_the_key_that_made_it(
         "role": "assistant",
         "content": "The plan is in the drawer.",
     }
+
+
+def test_a_key_sent_as_x_api_key_owns_what_it_stored_as_a_bearer_token(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    proxy = start_proxy(proxy_api_keys=KEYS)
+    upstream.script(Reply("The plan is in the drawer."), Reply("Continued."))
+    first = post(proxy, "key-a", input="Where is the plan?").json()
+    body = {"model": MODEL, "previous_response_id": first["id"], "input": "And?"}
+
+    continued = proxy.http.post("/v1/responses", json=body, headers={"x-api-key": "key-a"})
+    other_key = proxy.http.post("/v1/responses", json=body, headers={"x-api-key": "key-b"})
+    no_key = proxy.http.post("/v1/responses", json=body, headers={"x-api-key": "key-c"})
+
+    assert continued.status_code == 200, continued.text
+    assert other_key.json()["error"]["code"] == "previous_response_not_found"
+    assert no_key.status_code == 401
 
 
 def test_only_the_proxys_own_output_items_are_found_by_their_id(
