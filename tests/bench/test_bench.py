@@ -1,13 +1,17 @@
 """The benchmarks still run: each script, with the smallest sizes, against real servers it
-starts itself. Their numbers are not checked (that is what running them is for); what they
-print is, and so is every request they sent being counted by the proxy's metrics."""
+starts itself (the real-model benchmark against a scripted model). Their numbers are not
+checked (that is what running them is for); what they print is, and so is every request
+they sent being counted by the proxy's metrics."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SERVERS = ("bare relay", "toolcall-proxy")
@@ -84,3 +88,31 @@ def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes() -> 
     for backend in ("memory", "redis"):
         assert re.search(rf"^{backend}\s+1000(\s+-?[\d.]+){{5}}$", out, re.MULTILINE), out
     assert re.search(r"^\s+1000\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+-?\d+$", out, re.MULTILINE), out
+
+
+def test_real_model_calls_scores_each_answer_and_keeps_it_for_rescoring(
+    upstream: ScriptedUpstream, upstream_url: str, tmp_path: Path
+) -> None:
+    bmi = rendered_calls("calculate_bmi", {"weight": 80, "height": 1.8})["json-mix"]
+    upstream.script(
+        Reply(rendered_calls("get_weather", {"city": "Paris"})["json-mix"]),
+        Reply(bmi),  # one call where two were asked for
+        Reply("It pairs up items of several iterables."),
+        Reply(rendered_calls("get_weather", {"city": "Paris"})["json-mix"]),  # answered already
+    )
+    out = tmp_path / "calls.jsonl"
+    tasks = ("weather", "bmi_two", "no_tool", "after_weather")
+    arguments = ("--protocol", "json-mix", "--tasks", *tasks, "--out", str(out))
+    printed = run("real_model_calls.py", "--upstream", upstream_url, *arguments)
+
+    # The model saw the proxy's own prompt, the tools in it and not in the request.
+    asked = upstream.chat_requests[0].json
+    assert "tools" not in asked and "calculate_bmi" in asked["messages"][0]["content"]
+    assert re.search(r"^bmi_two +wrong +missing call calculate_bmi", printed, re.M), printed
+    # calls correct, wrong calls, text where a call was due, call where none was due, then
+    # per category: simple, parallel, multiple, after-result, none.
+    row = "| current | json-mix | model | direct | 1/2 | 1/2 | 0/2 | 1/2 | 1/1 | 0/1 | 0/0 |"
+    row += " 0/1 | 1/1 |"
+    assert row in printed, printed
+    assert [json.loads(line)["task"] for line in out.read_text().splitlines()] == list(tasks)
+    assert row in run("real_model_calls.py", "--reclassify", str(out))
