@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,9 +23,9 @@ from .parts import (
     ToolCallDelta,
     ToolCallStart,
     ToolCallUnfinished,
-    ToolSpec,
 )
 from .relaxed_json import RelaxedParseBudget
+from .tool_names import DeclaredTools
 
 
 def new_call_id() -> str:
@@ -38,7 +37,7 @@ class CallContext:
     """What a call scanner needs from its parser: where parts go and how calls behave."""
 
     out: PartWriter
-    tools: Mapping[str, ToolSpec]
+    tools: DeclaredTools  # found by the names as the model writes them, too
     on_error: OnError
     mode: ArgumentsMode
     unknown_tools: UnknownTools
@@ -52,8 +51,8 @@ class CallContext:
         return name in self.tools or self.unknown_tools is UnknownTools.CALL
 
     def start_call(self, name: str) -> StreamedCall:
-        call = StreamedCall(new_call_id(), name)
-        self.out.call_part(ToolCallStart(call.id, name))
+        call = StreamedCall(new_call_id(), self.tools.declared_name(name) or name)
+        self.out.call_part(ToolCallStart(call.id, call.name))
         return call
 
     def send_arguments(self, call: StreamedCall, fragment: str) -> None:
@@ -92,7 +91,17 @@ class CallContext:
     ) -> None:
         """Emit a finished call. For a call already streamed, the rest of its arguments is
         sent; if the final value contradicts what was sent, the call ends unfinished (the
-        client must not run arguments the model never wrote as such)."""
+        client must not run arguments the model never wrote as such). A tool named in
+        another spelling of a declared name is called by the declared name, and the error
+        record says so."""
+        declared = self.tools.declared_name(name)
+        if declared is not None and declared != name:
+            self.error(
+                ErrorKind.TOOL_NAME_SPELLING,
+                f"tool {name!r} is not declared: called {declared!r}, which it spells",
+                original,
+            )
+            name = declared
         arguments = dump_arguments(value)
         if self.mode is ArgumentsMode.ATOMIC:
             self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))

@@ -101,8 +101,7 @@ class _JsonCall(CallScanner):
         self._tag_chars = frozenset(end_tag[:1] + start_tag[:1] + "<")
         self._body: list[str] = []
         self._held = ""
-        schemas = {name: tool.parameters for name, tool in ctx.tools.items()}
-        self._lexer = JsonCallLexer(schemas, ctx.relaxed_budget)
+        self._lexer = JsonCallLexer(ctx.tools.parameters, ctx.relaxed_budget)
         self._sender = ArgumentSender(ctx)
 
     def consume(self, text: str) -> str | None:

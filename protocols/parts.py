@@ -93,13 +93,15 @@ class ErrorKind(StrEnum):
     ARGUMENTS_MISMATCH = "arguments_mismatch"
     TOOL_CHOICE_FALLBACK = "tool_choice_fallback"  # a forced call made with {} arguments
     TOOL_CHOICE_UNMET = "tool_choice_unmet"  # a forced choice answered with text, no call
+    TOOL_NAME_SPELLING = "tool_name_spelling"  # a call made under the name its written one spells
 
 
 @dataclass(frozen=True, slots=True)
 class ParseError:
     """Model output that could not become a call as-is. Its text was emitted unchanged: as
     text, or (for a call already streamed) as the original of a ToolCallUnfinished; only a
-    TOOL_CHOICE_FALLBACK's text became a call anyway (to the named tool, with {})."""
+    TOOL_CHOICE_FALLBACK's text became a call anyway (to the named tool, with {}), and a
+    TOOL_NAME_SPELLING's call was made under the declared name its written name spells."""
 
     kind: ErrorKind
     message: str

@@ -19,6 +19,7 @@ from .parts import (
     ToolSpec,
 )
 from .relaxed_json import RelaxedParseBudget
+from .tool_names import DeclaredTools
 
 
 def partial_token_start(text: str, tokens: Sequence[str]) -> int:
@@ -61,7 +62,7 @@ class TagStreamParser(StreamParser):
     def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         self._ctx = CallContext(
             out=PartWriter(),
-            tools={tool.name: tool for tool in tools},
+            tools=DeclaredTools(tools),
             on_error=options.on_error or _ignore_error,
             mode=options.mode,
             unknown_tools=options.unknown_tools,
