@@ -55,7 +55,9 @@ def calls_in_json(
 
 def call_from_object(item: Any, budget: RelaxedParseBudget) -> tuple[str, dict[str, Any]]:
     """(name, arguments) from `{"name": ..., "arguments": {...}}` and the variants models
-    write: other key names, arguments as a JSON string, OpenAI's `{"function": {...}}`."""
+    write: other key names, arguments as a JSON string, OpenAI's `{"function": {...}}`. A
+    tool's declaration echoed back (a description beside a parameters schema, as the prompt
+    declares tools) is no call."""
     if not isinstance(item, dict):
         raise CallObjectError("a call must be a JSON object")
     if isinstance(item.get("function"), dict):
@@ -64,6 +66,8 @@ def call_from_object(item: Any, budget: RelaxedParseBudget) -> tuple[str, dict[s
     if not isinstance(name, str) or not name:
         raise CallObjectError("the call has no tool name")
     arguments = next((item[key] for key in ARGUMENT_KEYS if key in item), None)
+    if "description" in item and _is_object_schema(arguments):
+        raise CallObjectError(f"a declaration of the tool {name!r} written back, not a call")
     if isinstance(arguments, str):
         try:
             arguments = parse_relaxed_json(arguments, budget=budget) if arguments.strip() else {}
@@ -74,3 +78,12 @@ def call_from_object(item: Any, budget: RelaxedParseBudget) -> tuple[str, dict[s
     if not isinstance(arguments, dict):
         raise CallObjectError("arguments must be a JSON object")
     return name, arguments
+
+
+def _is_object_schema(value: Any) -> bool:
+    """Whether `value` reads as a tool's parameters schema, as a declaration holds it."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "object"
+        and isinstance(value.get("properties"), dict)
+    )

@@ -285,6 +285,13 @@ def test_tags_split_at_every_position_are_recognised(mode: ArgumentsMode) -> Non
         pytest.param(_body('{"arguments": {"city": "Paris"}}'), id="no-name"),
         pytest.param(_body("[1, 2, 3]"), id="array-of-numbers"),
         pytest.param(_body(""), id="empty-body"),
+        pytest.param(
+            _body(
+                '{"name": "get_weather", "description": "Current weather for a city.",'
+                ' "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}'
+            ),
+            id="declaration-echo",
+        ),
     ],
 )
 @pytest.mark.parametrize("mode", MODES)

@@ -33,6 +33,14 @@ TEXT = {
     "no-arguments-key": json.dumps({"name": "get_weather", "city": "Paris"}),
     "json-answer": json.dumps({"city": "Paris", "temperature": 21}),
     "code-fence": "```python\nprint('hi')\n```",
+    # The prompt's own declaration of the tool, written back: its schema is no arguments.
+    "declaration-echo": json.dumps(
+        {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ),
 }
 
 
