@@ -23,11 +23,12 @@ from .parts import ErrorKind, ToolSpec
 from .prompting import tools_prompt
 from .registry import register
 from .relaxed_xml import (
+    LIST_MEMBER,
     DuplicateStringTagError,
     RelaxedXMLError,
     arguments_are_complete,
     layout_trimmed,
-    parse_xml_arguments,
+    parse_xml_calls,
 )
 from .streaming import TagStreamParser, partial_token_start, unclosed_tag_start
 from .xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
@@ -106,7 +107,7 @@ def _render_element(key: str, value: Any) -> str:
         inner = "".join(_render_element(k, v) for k, v in value.items())
         return f"<{key}>{inner}</{key}>\n"
     if isinstance(value, list):
-        items = "".join(_render_element("item", item).rstrip("\n") for item in value)
+        items = "".join(_render_element(LIST_MEMBER, item).rstrip("\n") for item in value)
         return f"<{key}>{items}</{key}>\n"
     text = value if isinstance(value, str) else json_text(value)
     written = "\n" + text if "\n" in text else text
@@ -386,10 +387,12 @@ class _MorphCall(CallScanner):
         ctx, schema = self._ctx, self._tool.parameters
         stream = self._arguments
         try:
-            children = parse_xml_arguments(body, schema, stream.parsed_values if stream else None)
-            arguments = coerce_by_schema(
-                self._with_attributes(children, original), schema, ctx.relaxed_budget
-            )
+            calls = [
+                (self._tool.name, self._with_attributes(children, original))
+                for children in parse_xml_calls(
+                    body, schema, stream.parsed_values if stream else None
+                )
+            ]
         except RelaxedXMLError as error:
             if not reject_invalid:
                 return False
@@ -400,24 +403,29 @@ class _MorphCall(CallScanner):
             )
             ctx.reject_call(self._sender.call, kind, str(error), original)
             return True
-        ctx.complete_call(self._tool.name, arguments, original, streamed=self._sender.call)
+        ctx.complete_calls(calls, original, streamed=self._sender.call)
         return True
 
     def _with_attributes(self, children: dict[str, Any], original: str) -> dict[str, Any]:
         """Attribute arguments joined by the child elements that name declared parameters;
-        other children beside attributes are not arguments (recorded as an error)."""
-        if not self._attributes:
-            return children
+        other children beside attributes are not arguments (recorded as an error). Without
+        attributes, an undeclared child passes as an argument (the tool tells the model),
+        except `<item>`: the prompt's list member, misplaced, is dropped alike."""
         properties = self._tool.parameters.get("properties")
         declared = properties if isinstance(properties, Mapping) else {}
-        twice = [key for key in children if key in self._attributes]
-        if twice:
-            raise DuplicateStringTagError(f"{twice} given both as attribute and as element")
-        stray = [key for key in children if key not in declared]
-        if stray:
-            self._ctx.error(
-                ErrorKind.MALFORMED_XML,
-                f"child elements {stray} beside attribute arguments name no parameter",
-                original,
-            )
-        return {**self._attributes, **{k: v for k, v in children.items() if k in declared}}
+        if self._attributes:
+            twice = [key for key in children if key in self._attributes]
+            if twice:
+                raise DuplicateStringTagError(f"{twice} given both as attribute and as element")
+        stray = [
+            key
+            for key in children
+            if key not in declared and (self._attributes or key == LIST_MEMBER)
+        ]
+        if not stray:
+            return {**self._attributes, **children}
+        beside = " beside attribute arguments" if self._attributes else ""
+        self._ctx.error(
+            ErrorKind.MALFORMED_XML, f"child elements {stray}{beside} name no parameter", original
+        )
+        return {**self._attributes, **{k: v for k, v in children.items() if k not in stray}}

@@ -17,6 +17,8 @@ Rules beyond the spec, decided here:
   (`<tags><tag>a</tag><tag>b</tag></tags>`) is a list when the schema says array.
 - An unclosed argument tag runs to the end of the body; text between argument tags is dropped.
 - Numeric tags (`<0>`, `<1>`) are accepted, so `{"0": .., "1": ..}` objects can become lists.
+- A parameter that takes one value (a declared type, not an array) given by two tags makes
+  the body no arguments, unless the body is several calls (`parse_xml_calls`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ _LXML_REPAIRS = re.compile(
     re.DOTALL,
 )
 _EXACT_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# The element the prompt has models write list members as; at the top of a call it holds
+# one call's arguments (see parse_xml_calls).
+LIST_MEMBER = "item"
 
 
 class RelaxedXMLError(ValueError):
@@ -74,7 +79,7 @@ class RelaxedXMLError(ValueError):
 
 
 class DuplicateStringTagError(RelaxedXMLError):
-    """A string-typed property was given by two top-level tags."""
+    """A property that takes one value (a string above all) was given by two top-level tags."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,28 +104,135 @@ def parse_xml_arguments(
     name is part of the key because the same text reads differently under another schema.
     Raises RelaxedXMLError (never anything else) when the body cannot be understood.
     """
+    tags = _argument_tags(body)
+    return _arguments(body, tags, _properties(schema or {}), parsed_values or {})
+
+
+def parse_xml_calls(
+    body: str,
+    schema: Mapping[str, Any] | None = None,
+    parsed_values: Mapping[tuple[str, str], Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The arguments of each call one tool element's `body` holds (see parse_xml_arguments).
+
+    Models write several calls of one tool in one element in two ways, each read as that
+    many calls: the same run of arguments again (`<height>6</height><weight>80</weight>
+    <height>5.6</height><weight>60</weight>`: at least two arguments a run, the same ones in
+    the same order each time, every required one in each, and again only where an argument
+    that takes one value comes back); or `<item>` elements, when no parameter is named
+    `item`, each holding one call's argument elements (arguments beside them go to every
+    call). Items holding anything else stay an `item` argument.
+    """
+    tags = _argument_tags(body)
+    properties = _properties(schema or {})
+    known = parsed_values or {}
+    required = _required(schema or {})
+    if LIST_MEMBER not in properties and any(tag.name == LIST_MEMBER for tag in tags):
+        calls = _item_calls(body, tags, properties, known)
+        if calls is not None:
+            return calls
+    return [
+        _arguments(body, run, properties, known)
+        for run in _repeated_runs(tags, properties, required)
+    ]
+
+
+def _argument_tags(body: str) -> list[_ArgumentTag]:
     if len(body) > MAX_BODY_CHARS:
         raise RelaxedXMLError(f"body of {len(body)} characters exceeds {MAX_BODY_CHARS}")
     tags, has_stray_text = _scan_top_level(body)
     if not tags and has_stray_text:
         raise RelaxedXMLError("body has text but no argument tags")
-    properties = _properties(schema or {})
-    known = parsed_values or {}
+    return tags
+
+
+def _arguments(
+    body: str,
+    tags: Iterable[_ArgumentTag],
+    properties: Mapping[str, Any],
+    known: Mapping[tuple[str, str], Any],
+) -> dict[str, Any]:
+    """One call's arguments from its top-level `tags` in `body`."""
     pairs: list[tuple[str, Any]] = []
-    seen_string_keys: set[str] = set()
+    seen: set[str] = set()
     for tag in tags:
         inner = body[tag.inner_start : tag.inner_end]
         property_schema = properties.get(tag.name)
+        if tag.name in seen and _takes_one_value(property_schema):
+            raise DuplicateStringTagError(f"argument {tag.name!r} given more than once")
+        seen.add(tag.name)
         if not isinstance(property_schema, Mapping) or not is_string_schema(property_schema):
             cached = (tag.name, inner)
             value = known[cached] if cached in known else parse_xml_value(inner, property_schema)
             pairs.append((tag.name, value))
-        elif tag.name in seen_string_keys:
-            raise DuplicateStringTagError(f"string property {tag.name!r} given more than once")
         else:
-            seen_string_keys.add(tag.name)
             pairs.append((tag.name, _string_value(inner)))
     return _group_repeated(pairs)
+
+
+def _takes_one_value(schema: Any) -> bool:
+    """A declared property whose value is a string or of another type that is no array."""
+    if not isinstance(schema, Mapping):
+        return False
+    types = declared_types(schema)
+    return is_string_schema(schema) or (bool(types) and "array" not in types)
+
+
+def _required(schema: Mapping[str, Any]) -> set[str]:
+    required = schema.get("required")
+    return (
+        {name for name in required if isinstance(name, str)}
+        if isinstance(required, list)
+        else set()
+    )
+
+
+def _repeated_runs(
+    tags: list[_ArgumentTag], properties: Mapping[str, Any], required: set[str]
+) -> list[list[_ArgumentTag]]:
+    """The tags cut where an argument that takes one value comes back, if that gives runs
+    of several calls (see parse_xml_calls); else all of them, one call."""
+    runs: list[list[_ArgumentTag]] = [[]]
+    in_run: set[str] = set()
+    for tag in tags:
+        if tag.name in in_run and _takes_one_value(properties.get(tag.name)):
+            runs.append([])
+            in_run = set()
+        runs[-1].append(tag)
+        in_run.add(tag.name)
+    names = [tag.name for tag in runs[0]]
+    several_calls = (
+        len(runs) > 1
+        and len(names) > 1
+        and required <= set(names)
+        and all([tag.name for tag in run] == names for run in runs)
+    )
+    return runs if several_calls else [tags]
+
+
+def _item_calls(
+    body: str,
+    tags: list[_ArgumentTag],
+    properties: Mapping[str, Any],
+    known: Mapping[tuple[str, str], Any],
+) -> list[dict[str, Any]] | None:
+    """One call per top-level `<item>`, each with the arguments beside the items; None unless
+    every item holds argument elements alone (each naming a declared parameter)."""
+    shared = _arguments(body, [tag for tag in tags if tag.name != LIST_MEMBER], properties, known)
+    calls = []
+    for item in tags:
+        if item.name != LIST_MEMBER:
+            continue
+        inner = body[item.inner_start : item.inner_end]
+        inner_tags, has_stray_text = _scan_top_level(inner)
+        undeclared = properties and any(tag.name not in properties for tag in inner_tags)
+        if not inner_tags or has_stray_text or undeclared:
+            return None
+        own = _arguments(inner, inner_tags, properties, known)
+        if shared.keys() & own.keys():
+            raise DuplicateStringTagError(f"{sorted(shared.keys() & own.keys())} given twice")
+        calls.append({**shared, **own})
+    return calls
 
 
 def arguments_are_complete(body: str) -> bool:
@@ -324,7 +436,7 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
         for child in children
         for key in (_key(child),)
     ]
-    if all(key == "item" for key, _ in pairs):
+    if all(key == LIST_MEMBER for key, _ in pairs):
         return [_number_if_exact(value) for _, value in pairs]
     if is_array and len({key for key, _ in pairs}) == 1:
         return [value for _, value in pairs]

@@ -693,3 +693,107 @@ def test_names_sharing_a_long_path_nest_the_pattern_no_deeper_than_its_bound() -
     assert [pattern.fullmatch(name) is not None for name in names] == [True] * len(names)
     longest = pattern.match("a" * 500)
     assert longest is not None and longest.end() == len(names[-1])
+
+
+# Several calls of one tool written in one element, as a 0.5B model wrote BFCL's "BMI for
+# these two people": numbers given twice became one call with arrays of strings.
+NUMBER = {"type": "number"}
+BMI = ToolSpec(
+    "calculate_bmi",
+    "Body mass index.",
+    {
+        "type": "object",
+        "properties": {"height": NUMBER, "weight": NUMBER, "unit": STRING},
+        "required": ["height", "weight"],
+    },
+)
+TWO_PEOPLE = [
+    ("calculate_bmi", {"height": 6, "weight": 80}),
+    ("calculate_bmi", {"height": 5.6, "weight": 60}),
+]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "<calculate_bmi><height>6</height><weight>80</weight><height>5.6</height>"
+            "<weight>60</weight></calculate_bmi>",
+            id="the-same-arguments-again",
+        ),
+        pytest.param(
+            "<calculate_bmi>\n<item><height>6</height><weight>80</weight></item>\n"
+            "<item>\n  <height>5.6</height>\n  <weight>60</weight>\n</item>\n</calculate_bmi>",
+            id="one-item-per-call",
+        ),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_several_calls_written_in_one_element_are_several_calls(
+    source: str, mode: ArgumentsMode, chunks: Chunks
+) -> None:
+    result = run(MORPH_XML, source, chunks=chunks, mode=mode, tools=[BMI])
+    assert result.call_values == TWO_PEOPLE
+    assert result.errors == []
+    assert result.calls[0].original == source
+    check_contract(result)
+
+
+def test_arguments_beside_the_items_go_to_every_call() -> None:
+    source = (
+        "<calculate_bmi><unit>metric</unit><item><height>1.8</height><weight>80</weight></item>"
+        "<item><height>1.6</height><weight>60</weight></item></calculate_bmi>"
+    )
+    result = run(MORPH_XML, source, tools=[BMI])
+    assert result.call_values == [
+        ("calculate_bmi", {"unit": "metric", "height": 1.8, "weight": 80}),
+        ("calculate_bmi", {"unit": "metric", "height": 1.6, "weight": 60}),
+    ]
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_a_streamed_call_followed_by_the_same_arguments_again_ends_as_the_first_call(
+    chunks: Chunks,
+) -> None:
+    source = (
+        "<get_weather><city>Paris</city><unit>celsius</unit>"
+        "<city>Rome</city><unit>celsius</unit></get_weather>"
+    )
+    result = run(MORPH_XML, source, chunks=chunks, small_call_chars=0)
+
+    assert result.call_values == [
+        ("get_weather", {"city": "Paris", "unit": "celsius"}),
+        ("get_weather", {"city": "Rome", "unit": "celsius"}),
+    ]
+    first = result.calls[0]
+    assert "".join(result.deltas(first.id)) == first.arguments
+    assert result.unfinished == []
+    check_contract(result)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "<calculate_bmi><height>6</height><height>5.6</height><weight>80</weight>"
+            "</calculate_bmi>",
+            id="not-the-same-run-again",
+        ),
+        pytest.param(
+            "<calculate_bmi><height>6</height><weight>80</weight><height>5.6</height>"
+            "</calculate_bmi>",
+            id="a-run-short-of-a-required-argument",
+        ),
+    ],
+)
+def test_a_number_given_twice_otherwise_is_text_with_an_error(source: str) -> None:
+    result = run(MORPH_XML, source, tools=[BMI])
+    assert result.calls == []
+    assert result.text == source
+    assert result.error_kinds == [ErrorKind.DUPLICATE_STRING_TAG]
+
+
+def test_items_that_hold_no_arguments_are_dropped_with_an_error() -> None:
+    source = "<get_weather><city>Paris</city><item>Rome</item><item>Oslo</item></get_weather>"
+    assert _decided_alike(source) == ("", [WEATHER], [ErrorKind.MALFORMED_XML])
