@@ -1,6 +1,7 @@
 """Calls written off the protocol's format, as small models write them: the whole answer
-(modulo whitespace) is call objects `{"name": <declared tool>, "arguments": {...}}`, bare,
-in one code fence, or inside one stray tag such as `<tool_response>`. Anything else around
+(modulo whitespace) is call objects `{"name": <declared tool>, "arguments": {...}}` (one
+after another or in a JSON array), bare, in one code fence, or inside one stray tag such as
+`<tool_response>`. Anything else around
 them (prose before or after, an undeclared name) makes the answer text, and it is released
 as soon as it shows: prose after the objects streams, it is not held to the end."""
 
@@ -26,6 +27,7 @@ _FENCE_OPEN = re.compile(r"```[\w.+-]*[ \t]*\n")
 _TAG_HEAD = re.compile(r"<(?:[A-Za-z_][\w.:-]*)?")
 _FENCE_HEAD = re.compile(r"```[\w.+-]*[ \t]*")
 _FENCE = "```"
+_VALUE_OPENERS = ("{", "[")  # a call object, or an array of them
 _SEPARATORS = re.compile(r"[\s,]*")  # between call objects, as `parse_json_values` splits them
 # Only the two keys real models use here: a bare object with other keys is more likely
 # an answer in JSON than a call.
@@ -102,7 +104,7 @@ class OffProtocolAnswer:
             closing = _FENCE + closing
             position = fence.end()
             position += len(text[position:]) - len(text[position:].lstrip())
-        if text.startswith("{", position):
+        if text.startswith(_VALUE_OPENERS, position):
             self._json_start, self._closing = position, closing
             return True
         return False
@@ -110,7 +112,7 @@ class OffProtocolAnswer:
     def _may_still_open(self) -> bool:
         """Whether the start seen so far can still grow into an opening of call objects."""
         rest = self._head.lstrip()
-        if not rest or rest[0] == "{":
+        if not rest or rest.startswith(_VALUE_OPENERS):
             return True
         if rest[0] == "<":
             if self._is_call_tag(rest):

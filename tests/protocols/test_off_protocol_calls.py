@@ -25,6 +25,9 @@ CALLS = {
     "stray-tag-and-fence": f"<function_call>```\n{OBJECT}\n```</function_call>",
     "relaxed": "{name: 'get_weather', arguments: {city: 'Paris'}}",
     "commented": f"```json\n{OBJECT}, // Paris /* not Rome */\n```",
+    # The JSON-mix prompt shows several calls as an array; models fence it.
+    "array-fenced": f"```json\n[\n  {OBJECT}\n]\n```",
+    "array-bare": f"[{OBJECT}]",
 }
 TEXT = {
     "undeclared-name": json.dumps({"name": "launch", "arguments": {}}),
@@ -33,6 +36,9 @@ TEXT = {
     "no-arguments-key": json.dumps({"name": "get_weather", "city": "Paris"}),
     "json-answer": json.dumps({"city": "Paris", "temperature": 21}),
     "code-fence": "```python\nprint('hi')\n```",
+    "json-array": "```json\n[1, 2, 3]\n```",
+    "array-of-an-undeclared-call": json.dumps([{"name": "launch", "arguments": {}}]),
+    "markdown-link": "[the docs](https://example.com) say so.",
     # The prompt's own declaration of the tool, written back: its schema is no arguments.
     "declaration-echo": json.dumps(
         {
