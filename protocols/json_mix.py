@@ -48,7 +48,19 @@ class JsonMixProtocol(Protocol):
             reminder=f"Write every call between {self.call_start} and {self.call_end} tags"
             " exactly as in the example: never as a bare JSON object, never inside a ```"
             " code block.",
+            # Measured with bench/real_model_calls.py: shown one block after another, a 1.5B
+            # model still wrote one call for two cities; shown an array, it wrote them all.
+            several_calls=(
+                "To call several tools, or one tool several times (a question about two cities"
+                " is two calls), write a JSON array of the calls",
+                self.render_calls,
+            ),
         )
+
+    def render_calls(self, calls: Sequence[tuple[str, Any]]) -> str:
+        """Several calls in one block, as a JSON array."""
+        array = _json_in_tags([{"name": name, "arguments": arguments} for name, arguments in calls])
+        return f"{self.call_start}\n{array}\n{self.call_end}"
 
     def render_call(self, name: str, arguments: Any) -> str:
         call = _json_in_tags({"name": name, "arguments": arguments})

@@ -21,18 +21,28 @@ def tools_prompt(
     results_in: str,
     single_call: bool,
     reminder: str | None = None,
+    several_calls: tuple[str, Callable[[Sequence[tuple[str, Any]]], str]] | None = None,
 ) -> str:
     """The system-prompt text declaring `tools` and how to call them, with one example.
 
     `reminder`, the closing line, restates the format where small models read it last,
     right before the conversation: measured with bench/real_model_calls.py, it took a
-    1.5B model from 6 to 8 of 9 calls in protocol (morph-xml)."""
+    1.5B model from 6 to 8 of 9 calls in protocol (morph-xml). `several_calls`, (how to
+    call several tools, a function writing several calls), adds an example of two calls
+    where the protocol writes them otherwise than one after another."""
     example = tools[0] if tools else ToolSpec("tool_name")
-    how_many = (
-        "Call at most one tool per reply."
-        if single_call
-        else "To call several tools at once, write one call after another."
-    )
+    example_call = (example.name, example_arguments(example.parameters))
+    several = []
+    if single_call:
+        how_many = "Call at most one tool per reply."
+    elif several_calls is None:
+        how_many = "To call several tools at once, write one call after another."
+    else:
+        how_to_call_several, render_calls = several_calls
+        second = tools[1] if len(tools) > 1 else example
+        calls = [example_call, (second.name, example_arguments(second.parameters))]
+        several = ["", f"{how_to_call_several}, for example:", render_calls(calls)]
+        how_many = "Write all the calls a reply needs."
     return "\n".join(
         [
             "# Tools",
@@ -43,7 +53,8 @@ def tools_prompt(
             tool_declarations(tools),
             "",
             f"{how_to_call}, for example:",
-            render_call(example.name, example_arguments(example.parameters)),
+            render_call(*example_call),
+            *several,
             "",
             *(f"- {rule}" for rule in rules),
             f"- {how_many} After your calls, stop writing: each result comes back to you in"

@@ -1,6 +1,6 @@
-"""Tests for what the protocols write into the prompt: tool declarations with one example
-call, earlier calls that parse back to the same arguments, and tool results tied to their
-call's name and id."""
+"""Tests for what the protocols write into the prompt: tool declarations with an example
+call (and one of several calls where the protocol writes them otherwise), earlier calls
+that parse back to the same arguments, and tool results tied to their call's name and id."""
 
 from __future__ import annotations
 
@@ -36,15 +36,33 @@ def test_render_tools_declares_every_tool_with_its_schema(protocol: str) -> None
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 @pytest.mark.parametrize("first", [0, 3, 5], ids=lambda index: TOOLS[index].name)
-def test_render_tools_shows_exactly_one_example_call_in_its_own_format(
-    protocol: str, first: int
-) -> None:
+def test_render_tools_shows_its_example_calls_in_its_own_format(protocol: str, first: int) -> None:
     tools = [TOOLS[first], *TOOLS[:first], *TOOLS[first + 1 :]]
     prompt = get_protocol(protocol).render_tools(tools)
     calls = [
         part for part in get_protocol(protocol).parse(prompt, tools) if isinstance(part, ToolCall)
     ]
-    assert [call.name for call in calls] == [tools[0].name]
+    # One call of the first tool; then, where the protocol shows how several calls are
+    # written, one of the first tool and one of the second.
+    one = [tools[0].name]
+    assert [call.name for call in calls] in (one, [*one, tools[0].name, tools[1].name])
+
+
+def test_json_mix_shows_several_calls_as_one_array_unless_one_call_is_asked_for() -> None:
+    # A 1.5B model shown nothing, or blocks one after another, wrote one call where two
+    # were due ("BMI for these two people"); shown an array, it wrote them all.
+    protocol = get_protocol("json-mix")
+    several = protocol.render_calls(
+        [("get_weather", {"city": "..."}), ("read_file", {"path": "..."})]
+    )
+    assert several.count("<tool_call>") == 1 and several.count('"name"') == 2
+    assert several in protocol.render_tools(TOOLS)
+    assert "JSON array" not in protocol.render_tools(TOOLS, single_call=True)
+    parsed = protocol.parse(several, TOOLS)
+    assert [part.name for part in parsed if isinstance(part, ToolCall)] == [
+        "get_weather",
+        "read_file",
+    ]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
