@@ -4,7 +4,9 @@ writer that collects them for one feed.
 Accounting rule (the "nothing lost" contract): concatenating every `TextDelta.text`,
 every `ThinkStart.tag`/`ThinkEnd.tag`, and the `original` of every `ToolCall` and
 `ToolCallUnfinished` reproduces the model's output, less layout: whitespace-only text that
-lies between the start of the output or a call and a call or the end of the output.
+lies between the start of the output or a call and a call or the end of the output, and
+there the empty shell calls were wrapped in (a code fence's lines, a wrapper tag and its
+closing; see call_shell).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from .call_shell import CallShell
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,46 +150,43 @@ class ToolSpec:
 class PartWriter:
     """Collects parts for one feed, grouping contiguous text into one text block.
 
-    Whitespace-only text next to calls is layout (the line breaks around a call): it is held
-    until text that is not whitespace follows, and dropped if a call or the end comes first.
-    Clients would otherwise show it as a message of its own. An output with no call at all
-    has no layout: a whole answer that is only whitespace is its text."""
+    Whitespace-only text next to calls is layout (the line breaks around a call), and so is
+    the empty shell of a fence or wrapper tag the calls were written in (see call_shell):
+    held until text that is not layout follows, and dropped if a call or the end comes
+    first. Clients would otherwise show it as a message of its own. An output with no call
+    at all has no layout: a whole answer that is only whitespace (or a lone fence) is its
+    text."""
 
-    __slots__ = ("_block", "_blocks", "_called", "_layout", "_parts")
+    __slots__ = ("_block", "_blocks", "_called", "_parts", "_shell")
 
     def __init__(self) -> None:
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
-        self._layout = ""
-        self._called = False  # a call part was written: whitespace beside it is layout
+        self._shell = CallShell()  # the text outside blocks, while it may be layout
+        self._called = False  # a call part was written: what is held beside it is layout
 
     def text(self, text: str) -> None:
         if not text:
             return
         block = self._block
         if block is None:
-            if text.isspace():
-                self._layout += text
+            released = self._shell.feed(text)
+            if not released:
                 return
-            text, self._layout = self._layout + text, ""
-            block = self._open_block()
+            text, block = released, self._open_block()
         self._parts.append(TextDelta(block, text))
-
-    def close_text(self) -> None:
-        """End the text block; held layout is dropped (a call or the end follows)."""
-        self._layout = ""
-        if self._block is not None:
-            self._parts.append(TextEnd(self._block))
-            self._block = None
 
     def marker(self, part: Part) -> None:
         """A part that sits inside the text flow (think markers) without closing it; text
         held as layout before it is text after all."""
-        if self._layout:
-            layout, self._layout = self._layout, ""
-            self._parts.append(TextDelta(self._open_block(), layout))
+        self._release(self._shell.flush())
         self._parts.append(part)
+
+    def _release(self, held: str) -> None:
+        if held:
+            block = self._block if self._block is not None else self._open_block()
+            self._parts.append(TextDelta(block, held))
 
     def _open_block(self) -> str:
         self._block = f"text_{self._blocks}"
@@ -193,17 +194,22 @@ class PartWriter:
         self._parts.append(TextStart(self._block))
         return self._block
 
+    def _close_block(self) -> None:
+        if self._block is not None:
+            self._parts.append(TextEnd(self._block))
+            self._block = None
+
     def call_part(self, part: Part) -> None:
-        self.close_text()
+        self._release(self._shell.before_call())
+        self._close_block()
         self._called = True
         self._parts.append(part)
 
     def end(self) -> None:
-        """The output ended: held whitespace is layout only if a call was written."""
-        if self._layout and not self._called:
-            layout, self._layout = self._layout, ""
-            self._parts.append(TextDelta(self._open_block(), layout))
-        self.close_text()
+        """The output ended: what is held is layout (dropped) only if a call was written;
+        other held text is text."""
+        self._release(self._shell.finish() if self._called else self._shell.flush())
+        self._close_block()
 
     def take(self) -> list[Part]:
         parts, self._parts = self._parts, []

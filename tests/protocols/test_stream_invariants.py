@@ -363,7 +363,14 @@ def test_any_json_arguments_arrive_unchanged_for_any_chunking(
         pytest.param("morph-xml", "Use <read_file", "Use ", id="morph-xml-name-without-gt"),
         pytest.param("morph-xml", 'Use <search id="', "Use ", id="morph-xml-open-attributes"),
         pytest.param("morph-xml", "a < b", "a < b", id="morph-xml-lt-in-prose"),
-        pytest.param("morph-xml", "<read_filex", "<read_filex", id="morph-xml-longer-name"),
+        pytest.param("morph-xml", "x <read_filex", "x <read_filex", id="morph-xml-longer-name"),
+        # Where a text block would begin, a fence line or a tag on a line of its own may be
+        # the empty shell around calls that follow (dropped with them): held till it shows.
+        pytest.param("morph-xml", "```xml\n", "", id="fence-line-before-calls"),
+        pytest.param("morph-xml", "<tool_result>\n ", "", id="wrapper-tag-before-calls"),
+        pytest.param("morph-xml", "<read_filex", "", id="wrapper-tag-or-not-yet"),
+        pytest.param("morph-xml", "<tool_result>\nHi", "<tool_result>\nHi", id="no-shell"),
+        pytest.param("json-mix", "Hi\n```", "Hi\n```", id="fence-after-prose"),
         pytest.param("morph-xml", "x <rea", "x ", id="morph-xml-short-prefix"),
         pytest.param("morph-xml", "x <div", "x <div", id="morph-xml-undeclared-prefix"),
         pytest.param("qwen3-coder", "Hi <tool_call>\n", "Hi ", id="qwen3-coder-wrapper"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -228,10 +229,14 @@ def check_contract(result: Result) -> None:
     _check_calls(result)
 
 
+# Layout: blanks, and the empty shell calls were written in (fence lines, wrapper tags).
+LAYOUT = re.compile(r"\s*(?:(?:```[\w.+-]*|</?[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>)\s*)*")
+
+
 def _check_nothing_lost(result: Result) -> None:
-    """The parts rebuild the source, less layout: a whitespace-only run may be missing only
-    between (the start or a call) and (a call or the end), never next to text, and never in
-    an output with no call."""
+    """The parts rebuild the source, less layout: a run of blanks and shell lines may be
+    missing only between (the start or a call) and (a call, text or the end), never right
+    after text, and never in an output with no call."""
     source, position, after_text = result.source, 0, False
     pieces: list[tuple[bool, str]] = []  # (is text, piece)
     for part in result.parts:
@@ -242,17 +247,20 @@ def _check_nothing_lost(result: Result) -> None:
         elif isinstance(part, ToolCall | ToolCallUnfinished):
             pieces.append((False, part.original))
     for is_text, piece in pieces:
-        if piece and not is_text and not after_text:
+        if piece and not after_text:
             start = source.find(piece, position)
-            assert start >= position, f"call text {piece[:80]!r} not found"
-            assert not source[position:start].strip(), f"dropped: {source[position:start]!r}"
+            assert start >= position, f"{piece[:80]!r} not found"
+            dropped = source[position:start]
+            assert LAYOUT.fullmatch(dropped), f"dropped: {dropped!r}"
             position = start
         assert source.startswith(piece, position), (position, piece[:80], source[position:][:80])
         position += len(piece)
         after_text = is_text if piece else after_text
     rest = source[position:]
     called = any(not is_text for is_text, _piece in pieces)  # with no call, no layout
-    assert not rest or (called and not after_text and rest.isspace()), f"lost: {rest[:80]!r}"
+    assert not rest or (called and not after_text and LAYOUT.fullmatch(rest)), (
+        f"lost: {rest[:80]!r}"
+    )
 
 
 def _check_text_blocks(parts: Sequence[Part]) -> None:
