@@ -13,7 +13,7 @@ from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import JsonCallLexer
 from .json_text import json_text
 from .parts import ErrorKind, ToolSpec
-from .prompting import tools_prompt
+from .prompting import SeveralCalls, tools_prompt
 from .registry import register
 from .streaming import TagStreamParser, partial_token_start, unclosed_tag_start
 
@@ -49,10 +49,12 @@ class JsonMixProtocol(Protocol):
             " exactly as in the example: never as a bare JSON object, never inside a ```"
             " code block.",
             # Measured with bench/real_model_calls.py: shown one block after another, a 1.5B
-            # model still wrote one call for two cities; shown an array, it wrote them all.
-            several_calls=(
+            # model still wrote one call for two cities; shown an array, it wrote them all,
+            # unless a rule said "write all the calls" without naming the array.
+            several_calls=SeveralCalls(
                 "To call several tools, or one tool several times (a question about two cities"
                 " is two calls), write a JSON array of the calls",
+                "To call several tools at once, write them as one JSON array.",
                 self.render_calls,
             ),
         )

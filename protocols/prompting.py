@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .json_text import json_text
@@ -10,6 +11,16 @@ from .parts import ToolSpec
 
 # Example values are illustrative only; deeper schemas add tokens without teaching more.
 _EXAMPLE_DEPTH = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SeveralCalls:
+    """How a protocol writes several calls, where not one after another: the sentence
+    before the example, the rule restating it, and the example's rendering."""
+
+    how_to_call: str
+    rule: str
+    render: Callable[[Sequence[tuple[str, Any]]], str]
 
 
 def tools_prompt(
@@ -21,15 +32,14 @@ def tools_prompt(
     results_in: str,
     single_call: bool,
     reminder: str | None = None,
-    several_calls: tuple[str, Callable[[Sequence[tuple[str, Any]]], str]] | None = None,
+    several_calls: SeveralCalls | None = None,
 ) -> str:
     """The system-prompt text declaring `tools` and how to call them, with one example.
 
     `reminder`, the closing line, restates the format where small models read it last,
     right before the conversation: measured with bench/real_model_calls.py, it took a
-    1.5B model from 6 to 8 of 9 calls in protocol (morph-xml). `several_calls`, (how to
-    call several tools, a function writing several calls), adds an example of two calls
-    where the protocol writes them otherwise than one after another."""
+    1.5B model from 6 to 8 of 9 calls in protocol (morph-xml). `several_calls` adds an
+    example of two calls where the protocol writes them otherwise than one after another."""
     example = tools[0] if tools else ToolSpec("tool_name")
     example_call = (example.name, example_arguments(example.parameters))
     several = []
@@ -38,11 +48,10 @@ def tools_prompt(
     elif several_calls is None:
         how_many = "To call several tools at once, write one call after another."
     else:
-        how_to_call_several, render_calls = several_calls
         second = tools[1] if len(tools) > 1 else example
         calls = [example_call, (second.name, example_arguments(second.parameters))]
-        several = ["", f"{how_to_call_several}, for example:", render_calls(calls)]
-        how_many = "Write all the calls a reply needs."
+        several = ["", f"{several_calls.how_to_call}, for example:", several_calls.render(calls)]
+        how_many = several_calls.rule
     return "\n".join(
         [
             "# Tools",
