@@ -52,6 +52,10 @@ class CallShell:
         self._matched = 0  # how much of the closing was written
 
     def feed(self, text: str) -> str | None:
+        if self._phase is _Phase.LAYOUT and self._closing is None and not self._held:
+            first = text[:1]
+            if first not in _BLANKS and (first not in "<`" or not self._line_start):
+                return text  # prose right after a call: the common case, at once
         start = 0  # where the text not yet dropped begins
         position = 0
         while position < len(text):
@@ -105,6 +109,9 @@ class CallShell:
         """What is held before a call: dropped if it is layout, a shell's whole opening or a
         closing (then released as ""), else released as text."""
         phase = self._phase
+        self._line_start = True
+        if phase is _Phase.LAYOUT and not self._held:  # a call right after text or a call
+            return ""
         closing = None
         if phase is _Phase.OPENED:
             opening = _OPENING.fullmatch(self._line)
@@ -119,7 +126,6 @@ class CallShell:
             self._drop()
         released = self.flush()
         self._closing = None if released else closing
-        self._line_start = True
         return released
 
     def finish(self) -> str:

@@ -126,14 +126,17 @@ def parse_xml_calls(
     tags = _argument_tags(body)
     properties = _properties(schema or {})
     known = parsed_values or {}
-    required = _required(schema or {})
-    if LIST_MEMBER not in properties and any(tag.name == LIST_MEMBER for tag in tags):
+    names = {tag.name for tag in tags}
+    items = LIST_MEMBER in names and LIST_MEMBER not in properties
+    if len(names) == len(tags) and not items:  # one call (the common case, at once)
+        return [_arguments(body, tags, properties, known)]
+    if items:
         calls = _item_calls(body, tags, properties, known)
         if calls is not None:
             return calls
     return [
         _arguments(body, run, properties, known)
-        for run in _repeated_runs(tags, properties, required)
+        for run in _repeated_runs(tags, properties, _required(schema or {}))
     ]
 
 

@@ -46,6 +46,14 @@ class DeclaredTools(Mapping[str, ToolSpec]):
             raise KeyError(name)
         return self._tools[declared]
 
+    # Looked up for every call and every held `<name`: without the ABC's try/except.
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.declared_name(name) is not None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        declared = self.declared_name(name)
+        return default if declared is None else self._tools[declared]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._tools)
 

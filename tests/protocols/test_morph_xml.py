@@ -797,3 +797,10 @@ def test_a_number_given_twice_otherwise_is_text_with_an_error(source: str) -> No
 def test_items_that_hold_no_arguments_are_dropped_with_an_error() -> None:
     source = "<get_weather><city>Paris</city><item>Rome</item><item>Oslo</item></get_weather>"
     assert _decided_alike(source) == ("", [WEATHER], [ErrorKind.MALFORMED_XML])
+
+
+def test_one_item_holding_the_arguments_is_the_call() -> None:
+    source = "<calculate_bmi><item><height>1.8</height><weight>80</weight></item></calculate_bmi>"
+    result = run(MORPH_XML, source, tools=[BMI])
+    assert result.call_values == [("calculate_bmi", {"height": 1.8, "weight": 80})]
+    assert result.errors == []
