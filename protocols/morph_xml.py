@@ -30,7 +30,7 @@ from .relaxed_xml import (
     layout_trimmed,
     parse_xml_calls,
 )
-from .streaming import TagStreamParser, partial_token_start, unclosed_tag_start
+from .streaming import HeldOpen, TagStreamParser, partial_token_start, unclosed_tag_start
 from .xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
 
 
@@ -120,9 +120,11 @@ def _cdata(text: str) -> str:
     return CDATA_START + text.replace(CDATA_END, "]]" + CDATA_END + CDATA_START + ">") + CDATA_END
 
 
-# An attribute list, quoted values whole (they may hold `>`); its unfinished prefix.
+# An attribute list, quoted values whole (they may hold `>`); its unfinished prefix; and
+# what outside a quoted value ends the list or opens a value.
 _ATTRIBUTES = r"""(?:[^<>"']|"[^"]*"|'[^']*')*"""
 _ATTRIBUTES_PREFIX = re.compile(rf"""{_ATTRIBUTES}(?:"[^"]*|'[^']*)?""")
+_ATTRIBUTES_STOP = re.compile(r"""[<>"']""")
 _ATTRIBUTE = re.compile(r"""([^\s=/<>"']+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 # Arguments written as attributes (`<write_file path="a" content="..."/>`) can make an open
 # tag long; a `<tool ` followed by more than this without `>` is prose, and holding it back
@@ -173,8 +175,43 @@ def _shared_prefix(first: str, last: str) -> str:
     return first[: min(len(first), len(last))]
 
 
+class _AttributesFollower:
+    """A tool's open tag whose attributes are still being written, followed delta by delta:
+    the quote it is inside and its length so far are kept, so each delta costs its own
+    length (a 60 KB tag fed one character at a time was read again whole on every delta,
+    10 s). It goes on while the text is what `_ATTRIBUTES_PREFIX` accepts within
+    MAX_ATTRIBUTES_CHARS."""
+
+    __slots__ = ("_length", "_quote")
+
+    def __init__(self, length: int) -> None:
+        self._length = length
+        self._quote = ""  # the quote an attribute value is open in, "" outside one
+
+    def extend(self, text: str) -> bool:
+        self._length += len(text)
+        if self._length > MAX_ATTRIBUTES_CHARS:
+            return False  # prose: `_partial_attributes_start` no longer holds it
+        position = 0
+        while True:
+            if self._quote:
+                end = text.find(self._quote, position)
+                if end == -1:
+                    return True
+                self._quote, position = "", end + 1
+                continue
+            found = _ATTRIBUTES_STOP.search(text, position)
+            if found is None:
+                return True
+            if found.group() in "<>":
+                return False  # the tag ended, or a `<` made it prose
+            self._quote, position = found.group(), found.end()
+
+
 class _MorphXmlParser(TagStreamParser):
     _tag_chars = TagStreamParser._tag_chars | {_INLINE_CODE}  # a backtick ending a feed is held
+    # A tool tag with attributes still being written, and the backtick before it.
+    _longest_partial_open = MAX_ATTRIBUTES_CHARS + 1
 
     def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         super().__init__(tools, options)
@@ -187,11 +224,18 @@ class _MorphXmlParser(TagStreamParser):
         self._body_tags: dict[str, re.Pattern[str]] = {}  # per tool, compiled once
 
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
-        for found in self._opening.finditer(text) if self._opening else ():
+        opening = self._opening
+        found = opening.search(text) if opening else None
+        while found is not None:
             # Right after a backtick the tag is quoted as inline code; a backtick ending one
-            # feed is held (`_partial_open_start`), so it is seen here with the tag.
-            if found.start() == 0 or text[found.start() - 1] != _INLINE_CODE:
-                return found.start(), found.end(), found.group(1)
+            # feed is held (`_partial_open_start`), so it is seen here with the tag. A tag
+            # longer than a stream holds back is prose, whole or streamed.
+            start = found.start()
+            if (start == 0 or text[start - 1] != _INLINE_CODE) and (
+                found.end() - start <= MAX_ATTRIBUTES_CHARS + 1
+            ):
+                return start, found.end(), found.group(1)
+            found = opening.search(text, start + 1) if opening else None
         return None
 
     def _partial_open_start(self, text: str) -> int:
@@ -218,16 +262,24 @@ class _MorphXmlParser(TagStreamParser):
         return start if could_open else len(text)
 
     def _partial_attributes_start(self, text: str) -> int:
-        """A tool's open tag whose attributes are still being written (their quoted values
-        may hold `<` or `>`, which `_partial_tag_start` cannot see past)."""
+        """The first tool open tag whose attributes are still being written (their quoted
+        values may hold `<` or `>`, which `_partial_tag_start` cannot see past)."""
         if self._opening_head is None:
             return len(text)
         window = max(0, len(text) - MAX_ATTRIBUTES_CHARS)
-        heads = list(self._opening_head.finditer(text, window))
-        last = heads[-1] if heads else None
-        if last is not None and _ATTRIBUTES_PREFIX.fullmatch(text, last.end()):
-            return last.start()
+        for head in self._opening_head.finditer(text, window):
+            start = head.start()
+            quoted = start > 0 and text[start - 1] == _INLINE_CODE  # never a call: `_find_open`
+            if not quoted and _ATTRIBUTES_PREFIX.fullmatch(text, head.end()):
+                return start
         return len(text)
+
+    def _follow_held(self, held: str) -> HeldOpen | None:
+        head = self._opening_head.match(held) if self._opening_head else None
+        if head is None:
+            return None
+        follower = _AttributesFollower(head.end())
+        return follower if follower.extend(held[head.end() :]) else None
 
     def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
         tool = self._ctx.tools[name]

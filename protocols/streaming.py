@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
+from typing import Protocol
 
 from .base import ParserOptions, StreamParser
 from .commit_policy import CallContext, CallScanner
@@ -47,6 +48,16 @@ def unclosed_tag_start(text: str, window: int, start: int = 0) -> int:
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
+class HeldOpen(Protocol):
+    """A held-back suffix that begins with an open tag still being written, followed as more
+    text arrives, so that a long one (a tag whose attributes carry a file) is not searched
+    again from its start on every delta."""
+
+    def extend(self, text: str) -> bool:
+        """Follow `text`, appended to the suffix: True while the tag is still unfinished (and
+        nothing after its start can be decided), False once it ended or cannot be a tag."""
+
+
 class TagStreamParser(StreamParser):
     """The loop every tag protocol shares: text outside calls flows out at once (holding back
     only a suffix that could still become an open tag), `<think>` blocks are never parsed
@@ -58,6 +69,9 @@ class TagStreamParser(StreamParser):
     # The characters a think tag, a call open tag or a held-back suffix begins with
     # (protocols add theirs): text holding none of them is text, in a think block or out.
     _tag_chars: frozenset[str] = frozenset("<")
+    # The longest suffix `_partial_open_start` can hold back: an open tag that begins further
+    # from the end than this cannot lie inside one still being written.
+    _longest_partial_open: int = 256
 
     def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         self._ctx = CallContext(
@@ -79,6 +93,8 @@ class TagStreamParser(StreamParser):
         # characters that could begin one, so holding a long block costs linear time.
         self._held_pieces: list[str] = []
         self._held_seam = ""
+        # The held-back suffix `_pending`, while it is an open tag still being written.
+        self._held_open: HeldOpen | None = None
         # The answer's start while it may still be call objects written off the protocol.
         self._answer = (
             OffProtocolAnswer(self._ctx.tools, self._opens_call)
@@ -98,6 +114,11 @@ class TagStreamParser(StreamParser):
     def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
         """A scanner for the call this tag opens; None when the tag alone was the call."""
 
+    def _follow_held(self, held: str) -> HeldOpen | None:
+        """A follower for a held-back suffix that is an open tag still being written, when
+        the protocol can follow one delta by delta (see HeldOpen); None re-reads it."""
+        return None
+
     def feed(self, text: str) -> list[Part]:
         if self._answer is not None:
             if self._answer.feed(text):
@@ -110,9 +131,22 @@ class TagStreamParser(StreamParser):
                 self._held_seam = seam[1 - len(THINK_CLOSE) :]
                 return self._ctx.out.take()
             text = self._take_held_pieces() + text
+        if self._held_open is not None:
+            if self._held_open_goes_on(text):
+                self._pending += text
+                return self._ctx.out.take()
+            self._held_open = None
         self._pending += text
         self._advance()
         return self._ctx.out.take()
+
+    def _held_open_goes_on(self, text: str) -> bool:
+        """Whether the held open tag is still unfinished after `text`. A think tag in it ends
+        the wait: outside calls, think tags are found wherever they are."""
+        assert self._held_open is not None
+        think_tag = THINK_CLOSE if self._in_think else THINK_OPEN
+        seam = self._pending[1 - len(think_tag) :] + text
+        return think_tag not in seam and self._held_open.extend(text)
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
@@ -150,6 +184,25 @@ class TagStreamParser(StreamParser):
         found = self._find_open(text)
         return found is not None and found[0] == 0
 
+    def _find_call(self, text: str) -> tuple[int, int, str] | None:
+        """The earliest complete open tag in `text`, unless an open tag still being written
+        begins before it (a tool tag whose quoted attribute holds another): that one decides
+        first, so that any chunking reads the text alike."""
+        call = self._find_open(text)
+        if (
+            call is not None
+            and len(text) - call[0] < self._longest_partial_open
+            and self._partial_open_start(text) < call[0]
+        ):
+            return None
+        return call
+
+    def _hold(self, text: str, safe: int) -> None:
+        """Emit `text` up to `safe`; hold back the rest (it may still become a tag)."""
+        self._ctx.out.text(text[:safe])
+        self._pending = text[safe:]
+        self._held_open = self._follow_held(self._pending) if self._pending else None
+
     def _advance(self) -> None:
         while self._pending:
             if self._call is not None:
@@ -178,7 +231,7 @@ class TagStreamParser(StreamParser):
         scan_from = max(0, (self._held_think_call or 0) - len(THINK_CLOSE) + 1)
         end = text.find(THINK_CLOSE, scan_from)
         if self._held_think_call is None:
-            call = self._find_open(text[: end if end != -1 else len(text)])
+            call = self._find_call(text[: end if end != -1 else len(text)])
             if call is not None:
                 out.text(text[: call[0]])
                 self._pending = text = text[call[0] :]
@@ -190,8 +243,7 @@ class TagStreamParser(StreamParser):
                 self._held_seam = text[1 - len(THINK_CLOSE) :]
                 return False
             safe = min(partial_token_start(text, (THINK_CLOSE,)), self._partial_open_start(text))
-            out.text(text[:safe])
-            self._pending = text[safe:]
+            self._hold(text, safe)
             return False
         out.text(text[:end])
         out.marker(ThinkEnd(THINK_CLOSE))
@@ -203,7 +255,7 @@ class TagStreamParser(StreamParser):
     def _advance_outside(self) -> bool:
         """Emit text up to the next think or call open tag; False when more text is needed."""
         out, text = self._ctx.out, self._pending
-        call = self._find_open(text)
+        call = self._find_call(text)
         think = text.find(THINK_OPEN, 0, call[0] if call else len(text))
         if think != -1:
             out.text(text[:think])
@@ -218,8 +270,7 @@ class TagStreamParser(StreamParser):
             self._pending = text[end:]
             return True
         safe = min(self._partial_open_start(text), partial_token_start(text, (THINK_OPEN,)))
-        out.text(text[:safe])
-        self._pending = text[safe:]
+        self._hold(text, safe)
         return False
 
 

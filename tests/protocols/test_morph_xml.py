@@ -804,3 +804,71 @@ def test_one_item_holding_the_arguments_is_the_call() -> None:
     result = run(MORPH_XML, source, tools=[BMI])
     assert result.call_values == [("calculate_bmi", {"height": 1.8, "weight": 80})]
     assert result.errors == []
+
+
+class _CountingPattern:
+    """A compiled pattern that adds up how many characters its searches are given to read
+    (from the position they start at): the work a parser does, counted, not timed."""
+
+    def __init__(self, pattern: re.Pattern[str], read: list[int]) -> None:
+        self._pattern, self._read = pattern, read
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._pattern, name)
+        if name not in ("search", "match", "fullmatch", "finditer", "findall"):
+            return method
+
+        def counted(string: str, pos: int = 0, *args: Any) -> Any:
+            self._read[0] += len(string) - pos
+            return method(string, pos, *args)
+
+        return counted
+
+
+def _count_pattern_reads(monkeypatch: pytest.MonkeyPatch, parser: Any) -> list[int]:
+    """Wrap every compiled pattern of the protocols package and of `parser` to count reads."""
+    import sys
+
+    read = [0]
+    owners = [module for name, module in sys.modules.items() if name.startswith("protocols.")]
+    for owner in [*owners, parser]:
+        for attribute, value in list(vars(owner).items()):
+            if isinstance(value, re.Pattern):
+                monkeypatch.setattr(owner, attribute, _CountingPattern(value, read))
+    return read
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        pytest.param("<search ", id="attributes"),
+        pytest.param('<search query="', id="in-a-quoted-value"),
+        pytest.param("<think><search ", id="in-a-think-block"),
+    ],
+)
+def test_a_long_unfinished_open_tag_costs_each_delta_its_own_length(
+    monkeypatch: pytest.MonkeyPatch, opening: str
+) -> None:
+    # Held back and searched again whole on every delta: 60 KB fed one character at a time
+    # cost 10-12 s, ~4,096 characters read per delta.
+    parser = get_protocol(MORPH_XML).stream_parser(TOOLS, off_protocol_calls=False)
+    read = _count_pattern_reads(monkeypatch, parser)
+    source = opening + "a = b " * 10_000
+    parts = [part for char in source for part in parser.feed(char)] + parser.finish()
+    assert "".join(part.text for part in parts if isinstance(part, TextDelta)) == source.replace(
+        "<think>", ""
+    )
+    assert read[0] < 20 * len(source)
+
+
+def test_an_open_tag_inside_an_unfinished_attribute_waits_for_it() -> None:
+    # Whole, the first tag is read first; streamed, the second completes first: the first,
+    # still being written, decides (here it never ends, so neither is a call).
+    source = '<search query="<read_file><path>a.py</path></read_file> and more'
+    whole = run(MORPH_XML, source)
+    assert whole.calls == []
+    assert run(MORPH_XML, source, chunks=1).signature() == whole.signature()
+    closed = source + '">\n</search>'
+    assert run(MORPH_XML, closed, chunks=1).call_values == [
+        ("search", {"query": "<read_file><path>a.py</path></read_file> and more"})
+    ]
