@@ -1,6 +1,11 @@
 """Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
 
-from . import json_mix, morph_xml, qwen_coder  # noqa: F401  (registers the protocols)
+from . import (  # noqa: F401  (registers the protocols)
+    dialects,
+    json_mix,
+    morph_xml,
+    qwen_coder,
+)
 from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
 from .commit_policy import new_call_id
 from .forced_call import (

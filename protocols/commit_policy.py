@@ -44,6 +44,19 @@ class CallContext:
     relaxed_budget: RelaxedParseBudget
     small_call_chars: int
 
+    def with_unknown_tools(self, unknown_tools: UnknownTools) -> CallContext:
+        """This context (the same writer and budget) with calls to undeclared tools handled
+        as `unknown_tools` says."""
+        return CallContext(
+            self.out,
+            self.tools,
+            self.on_error,
+            self.mode,
+            unknown_tools,
+            self.relaxed_budget,
+            self.small_call_chars,
+        )
+
     def error(self, kind: ErrorKind, message: str, original: str) -> None:
         self.on_error(ParseError(kind, message, original))
 

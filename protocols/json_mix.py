@@ -82,11 +82,18 @@ def _json_in_tags(value: Any) -> str:
     return json_text(value).replace("</", "<\\/")
 
 
+def hermes_call(ctx: CallContext, open_tag: str) -> CallScanner:
+    """The scanner of a `<tool_call>` JSON body (Hermes' and Qwen2.5's format)."""
+    return _JsonCall(ctx, open_tag, "<tool_call>", "</tool_call>")
+
+
 class _JsonMixParser(TagStreamParser):
+    _native_dialects = frozenset({"hermes"})
+
     def __init__(
         self, protocol: JsonMixProtocol, tools: Sequence[ToolSpec], options: ParserOptions
     ) -> None:
-        super().__init__(tools, options)
+        super().__init__(tools, options, open_tokens=(protocol.call_start,))
         self._start, self._end = protocol.call_start, protocol.call_end
         self._tag_chars |= frozenset(self._start[:1])
 
@@ -95,7 +102,7 @@ class _JsonMixParser(TagStreamParser):
         return None if start == -1 else (start, start + len(self._start), "")
 
     def _partial_open_start(self, text: str) -> int:
-        return partial_token_start(text, (self._start,))
+        return len(text)  # the start tag is an open token: the loop holds its beginning
 
     def _open_call(self, open_tag: str, name: str) -> CallScanner:
         return _JsonCall(self._ctx, open_tag, self._start, self._end)

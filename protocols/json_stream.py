@@ -109,6 +109,8 @@ class JsonCallLexer:
         self,
         schemas: Mapping[str, Mapping[str, Any]] | None = None,
         budget: RelaxedParseBudget | None = None,
+        *,
+        arguments_of: str | None = None,
     ) -> None:
         self._schemas = schemas or {}
         self._budget = budget  # what coercing a value by its schema is charged to
@@ -127,6 +129,13 @@ class JsonCallLexer:
         self._scalar: str | None = None
         self._in_fence_line = False
         self._arguments_seen = False
+        if arguments_of is not None:
+            # The text is the arguments object alone, its tool named before it (a dialect's
+            # open tag): read as the value of `{"name": arguments_of, "arguments": `.
+            self.name = arguments_of
+            top = _Frame(is_object=True, emits=False)
+            top.key, top.expect = ARGUMENT_KEYS[0], _VALUE
+            self._stack.append(top)
 
     @property
     def in_string(self) -> bool:

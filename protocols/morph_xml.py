@@ -10,9 +10,8 @@ elements next to them that name no declared parameter are dropped, with an error
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
@@ -31,6 +30,7 @@ from .relaxed_xml import (
     parse_xml_calls,
 )
 from .streaming import HeldOpen, TagStreamParser, partial_token_start, unclosed_tag_start
+from .trie_pattern import names_pattern
 from .xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
 
 
@@ -135,44 +135,6 @@ _REFERENCE = re.compile(r"&(?:#(\d{1,7})|#x([0-9A-Fa-f]{1,6})|(amp|lt|gt|quot|ap
 _PREDEFINED_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _INLINE_CODE = "`"
 _LAYOUT = " \t\r\n"
-# How deep `names_pattern` nests its trie; names that still share a path past it are listed
-# flat. Real names part within a few levels, and the bound keeps a hostile list of names
-# (`a`, `aa`, `aaa`...) from nesting the pattern deeper than the regex compiler recurses.
-MAX_NAME_TRIE_DEPTH = 32
-
-
-def names_pattern(names: Iterable[str]) -> str:
-    """A regex matching one of `names`, written as a trie (`read(?:_file|_dir)?`): at each
-    character the engine tries one branch per distinct next character, where an alternation
-    of the names tries every name (3,000 declared tools made each `<` cost 3,000 tries).
-    Longer names are tried first, as in an alternation sorted longest first."""
-    return _trie_pattern(sorted(set(names)), MAX_NAME_TRIE_DEPTH)
-
-
-def _trie_pattern(names: list[str], depth_left: int) -> str:
-    """`names` (sorted, distinct, "" for a name that ends here) as one group."""
-    ends_here = names[0] == ""
-    rest = names[1:] if ends_here else names
-    if depth_left == 0:
-        branches = [re.escape(name) for name in sorted(rest, key=len, reverse=True)]
-    else:
-        branches = []
-        for _, same_start in itertools.groupby(rest, key=lambda name: name[0]):
-            group = list(same_start)
-            shared = _shared_prefix(group[0], group[-1])  # sorted: the first and last differ most
-            branch = _trie_pattern([name[len(shared) :] for name in group], depth_left - 1)
-            branches.append(re.escape(shared) + branch)
-    if not branches:
-        return ""
-    group_pattern = "(?:" + "|".join(branches) + ")"
-    return group_pattern + "?" if ends_here else group_pattern  # greedy: longer names first
-
-
-def _shared_prefix(first: str, last: str) -> str:
-    for index, (a, b) in enumerate(zip(first, last, strict=False)):
-        if a != b:
-            return first[:index]
-    return first[: min(len(first), len(last))]
 
 
 class _AttributesFollower:
@@ -212,6 +174,7 @@ class _MorphXmlParser(TagStreamParser):
     _tag_chars = TagStreamParser._tag_chars | {_INLINE_CODE}  # a backtick ending a feed is held
     # A tool tag with attributes still being written, and the backtick before it.
     _longest_partial_open = MAX_ATTRIBUTES_CHARS + 1
+    _follows_held = True
 
     def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
         super().__init__(tools, options)

@@ -1,19 +1,28 @@
 """Calls written off the protocol's format, as small models write them: the whole answer
 (modulo whitespace) is call objects `{"name": <declared tool>, "arguments": {...}}` (one
-after another or in a JSON array), bare, in one code fence, or inside one stray tag such as
-`<tool_response>`. Anything else around
-them (prose before or after, an undeclared name) makes the answer text, and it is released
-as soon as it shows: prose after the objects streams, it is not held to the end."""
+after another, `;` between several as Llama 3.x writes custom tools, or in a JSON array),
+or the calls of a dialect that has no marker of its own (`dialect.AnswerForm`: a Python
+list of calls), bare, in one code fence, or inside one stray tag such as `<tool_response>`.
+Anything else around them (prose before or after, an undeclared name) makes the answer
+text, and it is released as soon as it shows: prose after the calls streams, it is not held
+to the end."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .call_objects import CallObjectError, calls_in_json
+from .dialect import AnswerForm, could_name, resolve_tool_name
 from .json_stream import JsonCallLexer
-from .relaxed_json import RelaxedJSONError, RelaxedParseBudget, TopLevelReader
+from .relaxed_json import (
+    RelaxedJSONError,
+    RelaxedParseBudget,
+    TopLevelReader,
+    strip_code_fence,
+)
+from .tool_names import DeclaredTools
 
 # Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
 MAX_WRAPPER_TAG_CHARS = 64
@@ -28,7 +37,7 @@ _TAG_HEAD = re.compile(r"<(?:[A-Za-z_][\w.:-]*)?")
 _FENCE_HEAD = re.compile(r"```[\w.+-]*[ \t]*")
 _FENCE = "```"
 _VALUE_OPENERS = ("{", "[")  # a call object, or an array of them
-_SEPARATORS = re.compile(r"[\s,]*")  # between call objects, as `parse_json_values` splits them
+_SEPARATORS = re.compile(r"[\s,;]*")  # between call objects, as `parse_json_values` splits them
 # Only the two keys real models use here: a bare object with other keys is more likely
 # an answer in JSON than a call.
 _ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
@@ -38,9 +47,16 @@ class OffProtocolAnswer:
     """The start of an answer, held while it may still be off-protocol call objects.
     `feed` says whether it still may; `calls` reads it once the output has ended."""
 
-    def __init__(self, declared: Collection[str], is_call_tag: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        declared: DeclaredTools,
+        is_call_tag: Callable[[str], bool],
+        forms: Sequence[AnswerForm] = (),
+    ) -> None:
         self._declared = declared
         self._is_call_tag = is_call_tag  # the protocol's own call at the start: not ours
+        self._forms = forms
+        self._form: AnswerForm | None = None  # the dialect of the calls, None for objects
         self._head = ""  # the answer until its first object is found (a few characters)
         self._rest: list[str] = []  # what follows, kept in pieces: a long answer is held
         self._json_start: int | None = None  # where in `_head` the first object begins
@@ -76,12 +92,26 @@ class OffProtocolAnswer:
                 return None
             inner = inner[wrapper.end() : -len(closing)].strip()
         try:
+            if self._form is not None:
+                return self._declared_calls(self._form.read(strip_code_fence(inner), budget))
             calls = calls_in_json(
                 inner, complete_only=True, budget=budget, required_keys=_ARGUMENTS_KEYS
             )
         except CallObjectError:
             return None
         return calls if all(name in self._declared for name, _ in calls) else None
+
+    def _declared_calls(
+        self, calls: list[tuple[str, dict[str, Any]]]
+    ) -> list[tuple[str, dict[str, Any]]] | None:
+        """The calls with their tools' declared names, or None when one names none."""
+        declared = []
+        for written, arguments in calls:
+            name = resolve_tool_name(written, self._declared)
+            if name is None:
+                return None
+            declared.append((name, arguments))
+        return declared
 
     def _find_json_start(self) -> bool:
         """Find where the JSON begins (after an optional tag and fence); False if unknown yet."""
@@ -104,15 +134,34 @@ class OffProtocolAnswer:
             closing = _FENCE + closing
             position = fence.end()
             position += len(text[position:]) - len(text[position:].lstrip())
+        # A dialect's calls first: its beginning is the more specific (a Python list of
+        # calls begins with `[` too), and while one may still grow there, wait for it.
+        for form in self._forms:
+            begins = form.begins.match(text, position)
+            name = begins.groupdict().get("name") if begins else None
+            if begins and (name is None or resolve_tool_name(name, self._declared)):
+                self._json_start, self._closing, self._form = position, closing, form
+                return True
         if text.startswith(_VALUE_OPENERS, position):
+            if text.startswith("[", position) and self._may_begin(text[position:]):
+                return False  # `[` and perhaps a tool's name: a Python list of calls, or JSON
             self._json_start, self._closing = position, closing
             return True
+        return False
+
+    def _may_begin(self, body: str) -> bool:
+        """Whether the answer's body so far may still grow into a dialect's calls."""
+        for form in self._forms:
+            head = form.head.fullmatch(body)
+            name = head.groupdict().get("name") if head else None
+            if head and (name is None or could_name(name, self._declared.sorted_keys())):
+                return True
         return False
 
     def _may_still_open(self) -> bool:
         """Whether the start seen so far can still grow into an opening of call objects."""
         rest = self._head.lstrip()
-        if not rest or rest.startswith(_VALUE_OPENERS):
+        if not rest or rest.startswith(_VALUE_OPENERS) or self._may_begin(rest):
             return True
         if rest[0] == "<":
             if self._is_call_tag(rest):
@@ -121,7 +170,7 @@ class OffProtocolAnswer:
             if wrapper is None:
                 return len(rest) <= MAX_WRAPPER_TAG_CHARS + 1 and bool(_TAG_HEAD.fullmatch(rest))
             rest = rest[wrapper.end() :].lstrip()
-            if not rest:
+            if not rest or self._may_begin(rest):
                 return True
         if _FENCE.startswith(rest):
             return True
@@ -129,7 +178,8 @@ class OffProtocolAnswer:
             fence = _FENCE_OPEN.match(rest)
             if fence is None:
                 return bool(_FENCE_HEAD.fullmatch(rest))  # its info line is still coming
-            return not rest[fence.end() :].strip()
+            body = rest[fence.end() :].lstrip()
+            return not body or self._may_begin(body)
         return False
 
     def _follow_json(self, new: str) -> bool:

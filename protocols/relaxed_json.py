@@ -317,7 +317,7 @@ def parse_relaxed_json(
     )
 
 
-_WORD = re.compile(r"[^\s,]+")  # a value written as code, between separators
+_WORD = re.compile(r"[^\s,;]+")  # a value written as code, between separators (`;`: Llama's)
 
 
 class TopLevelReader:

@@ -1,15 +1,25 @@
-"""The loop the tag parsers share: text outside calls, held-back tag prefixes, think blocks
-and off-protocol answers; each call is handed to the protocol's scanner, which works under
-the commit policy (`commit_policy`)."""
+"""The loop the tag parsers share: text outside calls, held-back tag prefixes, think blocks,
+off-protocol answers and dialects; each call is handed to the protocol's (or the dialect's)
+scanner, which works under the commit policy (`commit_policy`)."""
 
 from __future__ import annotations
 
+import functools
+import re
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
-from .base import ParserOptions, StreamParser
+from .base import ParserOptions, StreamParser, UnknownTools
 from .commit_policy import CallContext, CallScanner
+from .dialect import (
+    DialectSearch,
+    OpenForm,
+    answer_forms,
+    dialect_names,
+    dialect_search,
+)
+from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer
 from .parts import (
     ParseError,
@@ -58,22 +68,39 @@ class HeldOpen(Protocol):
         nothing after its start can be decided), False once it ended or cannot be a tag."""
 
 
+# A complete open tag: (start, end, the tool it names, the dialect's form or None for the
+# protocol's own tag). A plain tuple: one is made for every call, on the stream's hot path.
+Open = tuple[int, int, str, "OpenForm | None"]
+# What `_locate` finds: the open tag, or None; where the text is to be held back from; and
+# how much of it holds no dialect tag.
+Located = tuple[Open | None, int, int]
+
+
 class TagStreamParser(StreamParser):
     """The loop every tag protocol shares: text outside calls flows out at once (holding back
     only a suffix that could still become an open tag), `<think>` blocks are never parsed
-    for calls, and each call is handed to the protocol's CallScanner.
+    for calls, and each call is handed to the protocol's CallScanner, or to a dialect's
+    (`dialect`): calls written in another model's format count too, for declared tools.
 
     Each feed touches only the new text plus a held-back suffix no longer than an open
     tag, so the whole stream is linear in its length."""
 
+    # The dialects that are this protocol's own format (read by its own scanner).
+    _native_dialects: ClassVar[frozenset[str]] = frozenset()
+
     # The characters a think tag, a call open tag or a held-back suffix begins with
     # (protocols add theirs): text holding none of them is text, in a think block or out.
     _tag_chars: frozenset[str] = frozenset("<")
-    # The longest suffix `_partial_open_start` can hold back: an open tag that begins further
-    # from the end than this cannot lie inside one still being written.
-    _longest_partial_open: int = 256
+    # The longest suffix `_partial_open_start` can hold back that may hold a complete open
+    # tag (Morph-XML's tag with quoted attributes): an open tag that begins further from the
+    # end than this cannot lie inside one still being written. Tags that cannot hold one: 0.
+    _longest_partial_open: int = 0
 
-    def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
+    def __init__(
+        self, tools: Sequence[ToolSpec], options: ParserOptions, open_tokens: Sequence[str] = ()
+    ) -> None:
+        """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
+        the text are held back by the loop itself (see `_partial_open_start`)."""
         self._ctx = CallContext(
             out=PartWriter(),
             tools=DeclaredTools(tools),
@@ -83,6 +110,16 @@ class TagStreamParser(StreamParser):
             relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
             small_call_chars=options.small_call_chars,
         )
+        # Dialect calls name declared tools only, whatever UNKNOWN_TOOLS says.
+        self._dialect_ctx = self._ctx.with_unknown_tools(UnknownTools.TEXT)
+        self._dialects, self._tag_chars, self._outside, self._inside = _machinery(
+            type(self), tuple(open_tokens), tuple(dialect_names())
+        )
+        self._declared = self._ctx.tools
+        # How much of the held-back `_pending` was searched for dialect tags and holds none
+        # (a marker none of whose tags can open there never will: its text only grows).
+        self._searched = 0
+        self._ended = False  # the output has ended (finish)
         self._pending = ""
         self._call: CallScanner | None = None
         self._in_think = False
@@ -97,7 +134,7 @@ class TagStreamParser(StreamParser):
         self._held_open: HeldOpen | None = None
         # The answer's start while it may still be call objects written off the protocol.
         self._answer = (
-            OffProtocolAnswer(self._ctx.tools, self._opens_call)
+            OffProtocolAnswer(self._ctx.tools, self._opens_call, answer_forms())
             if options.off_protocol_calls
             else None
         )
@@ -108,11 +145,15 @@ class TagStreamParser(StreamParser):
 
     @abstractmethod
     def _partial_open_start(self, text: str) -> int:
-        """Where a suffix that could still become a call open tag begins, else len(text)."""
+        """Where a suffix that could still become a call open tag begins, else len(text).
+        The beginnings of `open_tokens` are the loop's to find."""
 
     @abstractmethod
     def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
         """A scanner for the call this tag opens; None when the tag alone was the call."""
+
+    # Whether `_follow_held` may follow a held-back suffix (Morph-XML's tags can be long).
+    _follows_held: ClassVar[bool] = False
 
     def _follow_held(self, held: str) -> HeldOpen | None:
         """A follower for a held-back suffix that is an open tag still being written, when
@@ -150,6 +191,7 @@ class TagStreamParser(StreamParser):
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
+        self._ended = True  # what is held back can grow no more: it is read as it is
         if self._answer is not None:
             answer, self._answer = self._answer, None
             calls = answer.calls(self._ctx.relaxed_budget)
@@ -157,7 +199,7 @@ class TagStreamParser(StreamParser):
                 self._ctx.complete_calls(calls, answer.text)
                 return out.take()
             self._pending += answer.text
-            self._advance()
+        self._advance()
         if self._in_think and self._held_think_call is not None:
             # The output ended in a think block holding a call: the model forgot `</think>`.
             self._pending += self._take_held_pieces()
@@ -181,27 +223,84 @@ class TagStreamParser(StreamParser):
         return held
 
     def _opens_call(self, text: str) -> bool:
-        found = self._find_open(text)
-        return found is not None and found[0] == 0
+        call, _, _ = self._locate(text, self._outside, 0)
+        return call is not None and call[0] == 0
 
-    def _find_call(self, text: str) -> tuple[int, int, str] | None:
-        """The earliest complete open tag in `text`, unless an open tag still being written
-        begins before it (a tool tag whose quoted attribute holds another): that one decides
-        first, so that any chunking reads the text alike."""
-        call = self._find_open(text)
-        if (
-            call is not None
-            and len(text) - call[0] < self._longest_partial_open
-            and self._partial_open_start(text) < call[0]
-        ):
-            return None
-        return call
+    def _locate(self, text: str, scan: MarkerScan, searched: int) -> Located:
+        """The first complete open tag in `text`, the protocol's or a dialect's; or None,
+        where a suffix that may still become one (or a token of `scan`) begins, len(text)
+        when none may, and how much of the text holds no dialect tag (`text[:searched]`
+        is known to hold none)."""
+        own = self._find_open(text)
+        hit = scan.search(text, searched)  # the common case (no marker): this one search
+        while hit is not None and hit.group() in scan.markers:
+            dialects = self._dialects
+            assert dialects is not None  # markers come from the dialects
+            if dialects.may_open(text, hit):
+                return self._locate_with_dialects(text, scan, own, hit)
+            # No tag of its may open there, ever (JSON-mix's own `<tool_call>{`, the same
+            # tag then `<function=` in Qwen3-Coder): it is text, or the own tag.
+            if own is not None and hit.start() >= own[0]:
+                break
+            hit = scan.search(text, hit.end())
+        if own is not None:
+            call = (own[0], own[1], own[2], None)
+            if not self._longest_partial_open:
+                return call, len(text), 0
+            return self._unless_inside_one_unfinished(text, call)
+        tail = hit.start() if hit is not None else len(text)  # a token begun at the end
+        return None, min(tail, self._partial_open_start(text)), tail
 
-    def _hold(self, text: str, safe: int) -> None:
-        """Emit `text` up to `safe`; hold back the rest (it may still become a tag)."""
-        self._ctx.out.text(text[:safe])
-        self._pending = text[safe:]
-        self._held_open = self._follow_held(self._pending) if self._pending else None
+    def _locate_with_dialects(
+        self, text: str, scan: MarkerScan, own: tuple[int, int, str] | None, hit: re.Match[str]
+    ) -> Located:
+        """`_locate` where a dialect's marker was found (`hit`).
+
+        At one position a dialect's tag goes first (it is the more specific: a `<tool_call>`
+        followed by `<function=` is Qwen3-Coder's even in JSON-mix), and no tag is taken
+        while one still being written begins before it: that one decides first, so that
+        any chunking reads the text alike."""
+        assert self._dialects is not None
+        # Tags still being written matter before the own tag, or before the own tag still
+        # being written (the text is held from there anyway).
+        if own is not None:
+            limit, waiting = own[0], len(text)
+            heads_until = limit
+        else:
+            limit, waiting = len(text), self._partial_open_start(text)
+            heads_until = waiting - 1
+        found, unfinished, ruled_out, tail = self._dialects.examine(
+            text, hit, scan.search, limit, -1 if self._ended else heads_until, self._declared
+        )
+        call: Open | None = found
+        if call is None and own is not None:
+            call = (own[0], own[1], own[2], None)
+        if call is not None:
+            if unfinished is not None:  # it begins before the call (or where the own one does)
+                return None, min(unfinished, self._partial_open_start(text)), 0
+            return self._unless_inside_one_unfinished(text, call)
+        waiting = min(waiting, tail, len(text) if unfinished is None else unfinished)
+        return None, waiting, min(ruled_out, tail)
+
+    def _unless_inside_one_unfinished(self, text: str, call: Open) -> Located:
+        """`call`, unless an open tag still being written begins before it."""
+        if self._ended or len(text) - call[0] > self._longest_partial_open:
+            return call, len(text), 0
+        if self._tag_chars.isdisjoint(text[len(text) - self._longest_partial_open : call[0]]):
+            return call, len(text), 0  # no tag begins before it: none is being written
+        waiting = self._partial_open_start(text)
+        return (call, len(text), 0) if waiting >= call[0] else (None, waiting, 0)
+
+    def _hold(self, text: str, safe: int, ruled_out: int) -> None:
+        """Emit `text` up to `safe`; hold back the rest (it may still become a tag). The
+        next search of the held text for dialect tags starts after `ruled_out`."""
+        if safe:
+            self._ctx.out.text(text[:safe])
+            text = text[safe:]
+        self._pending = text
+        self._searched = ruled_out - safe if ruled_out > safe else 0
+        if self._follows_held:
+            self._held_open = self._follow_held(text) if text else None
 
     def _advance(self) -> None:
         while self._pending:
@@ -230,8 +329,12 @@ class TagStreamParser(StreamParser):
         out, text = self._ctx.out, self._pending
         scan_from = max(0, (self._held_think_call or 0) - len(THINK_CLOSE) + 1)
         end = text.find(THINK_CLOSE, scan_from)
+        waiting, ruled_out = len(text), 0
         if self._held_think_call is None:
-            call = self._find_call(text[: end if end != -1 else len(text)])
+            searched, self._searched = self._searched, 0
+            call, waiting, ruled_out = self._locate(
+                text[: end if end != -1 else len(text)], self._inside, searched
+            )
             if call is not None:
                 out.text(text[: call[0]])
                 self._pending = text = text[call[0] :]
@@ -242,8 +345,7 @@ class TagStreamParser(StreamParser):
                 self._held_think_call = len(text)
                 self._held_seam = text[1 - len(THINK_CLOSE) :]
                 return False
-            safe = min(partial_token_start(text, (THINK_CLOSE,)), self._partial_open_start(text))
-            self._hold(text, safe)
+            self._hold(text, waiting, ruled_out)
             return False
         out.text(text[:end])
         out.marker(ThinkEnd(THINK_CLOSE))
@@ -255,7 +357,8 @@ class TagStreamParser(StreamParser):
     def _advance_outside(self) -> bool:
         """Emit text up to the next think or call open tag; False when more text is needed."""
         out, text = self._ctx.out, self._pending
-        call = self._find_call(text)
+        searched, self._searched = self._searched, 0  # valid once: `_pending` changes
+        call, waiting, ruled_out = self._locate(text, self._outside, searched)
         think = text.find(THINK_OPEN, 0, call[0] if call else len(text))
         if think != -1:
             out.text(text[:think])
@@ -264,14 +367,36 @@ class TagStreamParser(StreamParser):
             self._pending = text[think + len(THINK_OPEN) :]
             return True
         if call is not None:
-            start, end, name = call
+            start, end, name, form = call
             out.text(text[:start])
-            self._call = self._open_call(text[start:end], name)
+            if form is None:
+                self._call = self._open_call(text[start:end], name)
+            else:
+                self._call = form.scanner(self._dialect_ctx, text[start:end], name)
             self._pending = text[end:]
             return True
-        safe = min(self._partial_open_start(text), partial_token_start(text, (THINK_OPEN,)))
-        self._hold(text, safe)
+        self._hold(text, waiting, ruled_out)
         return False
+
+
+@functools.lru_cache(maxsize=64)
+def _machinery(
+    parser: type[TagStreamParser], open_tokens: tuple[str, ...], registered: tuple[str, ...]
+) -> tuple[DialectSearch | None, frozenset[str], MarkerScan, MarkerScan]:
+    """What every parser of a class shares, built once (`registered` being the dialects
+    registered, a dialect registered later gets its own): the search of the dialects that
+    are not the protocol's own format; the characters any tag begins with; and the search
+    for a dialect's marker, or a suffix that may still become one, a think tag or an open
+    tag, outside think blocks and in them."""
+    dialects = dialect_search(parser._native_dialects, registered)
+    markers = dialects.markers if dialects is not None else frozenset()
+    first_chars = dialects.first_chars if dialects is not None else frozenset()
+    return (
+        dialects,
+        parser._tag_chars | first_chars,
+        marker_scan(markers, frozenset({THINK_OPEN, *open_tokens})),
+        marker_scan(markers, frozenset({THINK_CLOSE, *open_tokens})),
+    )
 
 
 def _ignore_error(error: ParseError) -> None:

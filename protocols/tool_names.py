@@ -23,7 +23,7 @@ class DeclaredTools(Mapping[str, ToolSpec]):
     found also by another spelling of one (`tools["geodistance.find"]`, `"Read-File" in
     tools`). A spelling that fits two declared names fits none."""
 
-    __slots__ = ("_spellings", "_tools", "parameters")
+    __slots__ = ("_sorted_keys", "_spellings", "_tools", "parameters")
 
     def __init__(self, tools: Iterable[ToolSpec]) -> None:
         self._tools = {tool.name: tool for tool in tools}
@@ -33,6 +33,14 @@ class DeclaredTools(Mapping[str, ToolSpec]):
             spellings[key] = None if key in spellings else name
         self._spellings = spellings
         self.parameters = _Parameters(self)  # each tool's JSON schema, found alike
+        self._sorted_keys: list[str] | None = None
+
+    def sorted_keys(self) -> list[str]:
+        """Every declared name's `name_key`, sorted (made once a name being written is
+        looked up: a dialect's tag still being written)."""
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(map(name_key, self._tools))
+        return self._sorted_keys
 
     def declared_name(self, name: str) -> str | None:
         """The declared name `name` stands for, or None."""

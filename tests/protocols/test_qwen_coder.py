@@ -130,7 +130,6 @@ def test_call_forms_become_calls(
         pytest.param(
             "<tool_call>\nI will look it up.\n</tool_call>", id="wrapper-without-function"
         ),
-        pytest.param('<tool_call>{"name": "get_time"}</tool_call>', id="json-in-wrapper"),
         pytest.param("Use <function name> or a < b", id="prose"),
         pytest.param("<function=get weather>x</function>", id="space-in-name"),
         pytest.param("</parameter></function></tool_call>", id="stray-end-tags"),

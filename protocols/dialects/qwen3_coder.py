@@ -1,0 +1,28 @@
+"""Qwen3-Coder: `<tool_call><function=f><parameter=p>value</parameter></function></tool_call>`,
+the qwen3-coder protocol's own format (its scanner reads it), recognised under the others.
+Checked against Qwen3-Coder's chat template and vLLM's `qwen3_coder` tool parser."""
+
+from __future__ import annotations
+
+from ..dialect import Dialect, Piece, blanks, literal, open_form, register_dialect
+from ..keyed_values import MAX_GAP_CHARS
+from ..qwen_coder import CALL_START, FUNCTION_START, MAX_NAME_CHARS, open_call
+
+_FUNCTION = [
+    literal(FUNCTION_START),
+    Piece(
+        rf"[^\s<>]{{1,{MAX_NAME_CHARS}}}",
+        rf"(?P<name>[^\s<>]{{0,{MAX_NAME_CHARS}}})",
+        names_tool=True,
+        first=r"[^\s<>]",
+    ),
+    literal(">"),
+]
+
+
+@register_dialect("qwen3-coder")
+class Qwen3Coder(Dialect):
+    forms = (
+        open_form(CALL_START, [blanks(MAX_GAP_CHARS), *_FUNCTION], open_call),
+        open_form(FUNCTION_START, _FUNCTION[1:], open_call),
+    )

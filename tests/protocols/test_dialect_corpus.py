@@ -1,0 +1,135 @@
+"""The dialect corpus (`dialect_corpus/`): outputs in the formats models write on their own,
+each run through every protocol's parser, in both argument modes and four chunkings. Each
+case's calls, error kinds and text are what its header says, alike for every chunking and
+mode (a stream and a whole answer never disagree), and the parser contract holds."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from parser_harness import MODES, PROTOCOL_NAMES, Chunks, check_contract, run
+
+from protocols import ArgumentsMode, TextDelta
+from protocols.dialect import dialect_names
+
+CORPUS = Path(__file__).parent / "dialect_corpus"
+HEADER = "=== "
+
+
+@dataclass(frozen=True)
+class Case:
+    dialect: str
+    name: str
+    output: str
+    expected: dict[str, Any]
+
+    def expects(self, key: str, protocol: str) -> Any:
+        return self.expected.get(f"{key}@{protocol}", self.expected.get(key))
+
+
+def _cases(path: Path) -> list[Case]:
+    cases: list[Case] = []
+    name, expected, lines = "", {}, list[str]()
+    for line in [*path.read_text(encoding="utf-8").split("\n"), f"{HEADER}case: "]:
+        if not line.startswith(HEADER):
+            lines.append(line)
+            continue
+        key, _, value = line[len(HEADER) :].partition(": ")
+        if key != "case":
+            expected[key] = json.loads(value)
+            continue
+        if name:
+            output = "\n".join(lines).removesuffix("\n")
+            cases.append(Case(path.stem, name, output, expected))
+        name, expected, lines = value, {}, []
+    return cases
+
+
+CASES = [case for path in sorted(CORPUS.glob("*.txt")) for case in _cases(path)]
+
+
+def _chunkings(case: Case, protocol: str) -> list[Chunks]:
+    """One character, seven, and cuts at random places (the same on every run)."""
+    draw = random.Random(f"{case.dialect}/{case.name}/{protocol}")
+    cuts = sorted(draw.sample(range(1, len(case.output)), min(12, len(case.output) - 1)))
+    return [1, 7, cuts]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("case", CASES, ids=[f"{case.dialect}-{case.name}" for case in CASES])
+def test_a_dialect_output_parses_alike_in_every_protocol_mode_and_chunking(
+    case: Case, protocol: str
+) -> None:
+    calls = [tuple(call) for call in case.expects("calls", protocol)]
+    signatures = []
+    for mode in MODES:
+        whole = run(protocol, case.output, mode=mode)
+        check_contract(whole)
+        assert whole.call_values == calls, (mode, whole.text)
+        if case.expects("errors", protocol) is not None:
+            assert whole.error_kinds == case.expects("errors", protocol), mode
+        if case.expects("text", protocol) is not None:
+            assert whole.text == case.expects("text", protocol), mode
+        signatures.append(whole.signature())
+        for chunks in _chunkings(case, protocol):
+            chunked = run(protocol, case.output, chunks=chunks, mode=mode)
+            check_contract(chunked)
+            assert chunked.signature() == whole.signature(), (mode, chunks)
+    assert signatures[0] == signatures[1]  # incremental and atomic: the same calls and text
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("case", CASES, ids=[f"{case.dialect}-{case.name}" for case in CASES])
+def test_a_dialect_call_streamed_from_its_start_has_the_arguments_of_the_whole(
+    case: Case, protocol: str
+) -> None:
+    # Every call streams (as a large one does): its fragments rebuild its final arguments.
+    streamed = run(
+        protocol, case.output, chunks=3, mode=ArgumentsMode.INCREMENTAL, small_call_chars=0
+    )
+    check_contract(streamed)
+    assert streamed.call_values == [tuple(call) for call in case.expects("calls", protocol)]
+
+
+def test_every_dialect_has_at_least_three_cases_and_one_that_stays_text() -> None:
+    for dialect in dialect_names():
+        cases = [case for case in CASES if case.dialect == dialect]
+        assert len(cases) >= 3, dialect
+        assert any(not case.expects("calls", "morph-xml") for case in cases), dialect
+
+
+# Dialect tags that never end, or blanks that never stop, fed one character at a time after
+# some prose: a stream may hold back only what could still be one tag, so the text keeps
+# flowing. (JSON-mix reads a `<tool_call>` as its own call whatever follows: not there.)
+NEVER_ENDING = {
+    "mistral-name": ("[TOOL_CALLS]" + "a" * 3000, ()),
+    "deepseek-name": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" + "get_weather" * 300, ()),
+    "harmony-recipient": ("<|channel|>commentary to=functions." + "x" * 3000, ()),
+    "kimi-id": ("<|tool_call_begin|>functions." + "x" * 3000, ()),
+    "glm-name": ("<tool_call>" + "get" * 1000, ("json-mix",)),
+    "hermes-blanks": ("<tool_call>" + " " * 3000 + "x", ("json-mix",)),
+    "invoke-name": ('<invoke name="' + "a" * 3000, ()),
+    "marker-storm": ("[TOOL_CALLS]<|python_tag|>```tool_code<|channel|>" * 100, ()),
+}
+# Longer than any open tag a stream holds back, with its blanks.
+MAX_HELD_CHARS = 600
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize(("source", "not_in"), NEVER_ENDING.values(), ids=NEVER_ENDING.keys())
+def test_a_dialect_tag_that_never_ends_holds_back_a_bounded_suffix(
+    protocol: str, source: str, not_in: tuple[str, ...]
+) -> None:
+    if protocol in not_in:
+        pytest.skip("the protocol's own call")
+    result = run(protocol, "Let me see. " + source, chunks=1)
+    check_contract(result)
+    released = 0
+    for fed, batch in enumerate(result.batches[:-1], start=1):
+        released += sum(len(part.text) for part in batch if isinstance(part, TextDelta))
+        assert fed - released <= MAX_HELD_CHARS, fed
