@@ -1,21 +1,21 @@
 """Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
 
-from . import (  # noqa: F401  (registers the protocols)
-    dialects,
+from . import dialects  # noqa: F401  (registers the dialects)
+from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
+from .formats import (  # noqa: F401  (registers the protocols)
     json_mix,
     morph_xml,
-    qwen_coder,
+    qwen3_coder,
 )
-from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
-from .commit_policy import new_call_id
-from .forced_call import (
+from .formats.forced_call import (
     ForcedReply,
     forced_call_schema,
     read_forced_call,
     render_forced_call_correction,
     render_forced_call_prompt,
 )
-from .free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
+from .formats.free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
+from .lenient.relaxed_json import RelaxedParseBudget, parse_relaxed_json
 from .parts import (
     ErrorKind,
     OnError,
@@ -33,7 +33,7 @@ from .parts import (
     ToolSpec,
 )
 from .registry import UnknownProtocolError, get_protocol, protocol_names
-from .relaxed_json import RelaxedParseBudget, parse_relaxed_json
+from .streaming.commit_policy import new_call_id
 
 __all__ = [
     "FREE_FORM_INPUT",

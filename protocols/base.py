@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from .lenient.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
 from .parts import (
     OnError,
     Part,
@@ -20,7 +21,6 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
-from .relaxed_json import RELAXED_PARSE_BUDGET_CHARS
 
 
 class ArgumentsMode(StrEnum):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .call_shell import CallShell
+from .streaming.call_shell import CallShell
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ and `deepseek_v31` tool parsers."""
 
 from __future__ import annotations
 
-from ..commit_policy import CallContext, CallScanner
-from ..dialect import (
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import (
     Dialect,
     Piece,
     blanks,
@@ -25,7 +25,7 @@ from ..dialect import (
     register_dialect,
     tool_name,
 )
-from ..json_body import JsonBody, JsonBodyCall
+from ..streaming.json_body import JsonBody, JsonBodyCall
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"

@@ -10,12 +10,19 @@ closes (`pythonic`); it holds calls of declared tools only, or it is text."""
 
 from __future__ import annotations
 
-from ..call_objects import CallObjectError
-from ..commit_policy import CallContext, CallScanner
-from ..dialect import Dialect, Piece, literal, open_form, register_dialect, resolve_tool_name
+from ..lenient.call_objects import CallObjectError
+from ..lenient.python_calls import pythonic_calls
 from ..parts import ErrorKind
-from ..pythonic import pythonic_calls
-from ..streaming import partial_token_start
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import (
+    Dialect,
+    Piece,
+    literal,
+    open_form,
+    register_dialect,
+    resolve_tool_name,
+)
+from ..streaming.tag_loop import partial_token_start
 
 FENCE = "```"
 

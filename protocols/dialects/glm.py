@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..commit_policy import CallContext, CallScanner
-from ..dialect import (
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import (
     MAX_BLANKS,
     Dialect,
     blanks,
@@ -24,7 +24,7 @@ from ..dialect import (
     register_dialect,
     tool_name,
 )
-from ..keyed_values import KeyedValuesCall, KeyedValuesGrammar
+from ..streaming.keyed_values import KeyedValuesCall, KeyedValuesGrammar
 
 START, END = "<tool_call>", "</tool_call>"
 KEY_OPEN, KEY_CLOSE = "<arg_key>", "</arg_key>"

@@ -9,8 +9,8 @@ ships it). Granite 3.1's `<tool_call>[...]` is the hermes dialect's."""
 
 from __future__ import annotations
 
-from ..dialect import Dialect, blanks, followed_by, open_form, register_dialect
-from ..json_body import JsonBody, JsonBodyCall
+from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form, register_dialect
+from ..streaming.json_body import JsonBody, JsonBodyCall
 
 _BODY = JsonBody(closers=(("<|/tool_call|>",),), objects=True)
 

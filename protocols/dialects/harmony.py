@@ -10,8 +10,8 @@ channel before a call stays text."""
 
 from __future__ import annotations
 
-from ..commit_policy import CallContext, CallScanner
-from ..dialect import (
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import (
     Dialect,
     Piece,
     blanks,
@@ -21,7 +21,7 @@ from ..dialect import (
     register_dialect,
     tool_name,
 )
-from ..json_body import JsonBody, JsonBodyCall
+from ..streaming.json_body import JsonBody, JsonBodyCall
 
 START, CHANNEL, MESSAGE = "<|start|>", "<|channel|>", "<|message|>"
 _BODY = JsonBody(closers=(("<|call|>", "<|end|>"),))

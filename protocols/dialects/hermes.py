@@ -10,8 +10,8 @@ JSON array in the same tag, with no close tag (the output's end closes it)."""
 
 from __future__ import annotations
 
-from ..dialect import Dialect, blanks, followed_by, open_form, register_dialect
-from ..json_mix import hermes_call
+from ..formats.json_mix import hermes_call
+from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form, register_dialect
 
 
 @register_dialect("hermes")

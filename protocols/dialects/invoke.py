@@ -16,9 +16,17 @@ from __future__ import annotations
 
 import re
 
-from ..commit_policy import CallContext, CallScanner
-from ..dialect import Dialect, Piece, blanks, literal, open_form, prefixes, register_dialect
-from ..keyed_values import KeyedValuesCall, KeyedValuesGrammar
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import (
+    Dialect,
+    Piece,
+    blanks,
+    literal,
+    open_form,
+    prefixes,
+    register_dialect,
+)
+from ..streaming.keyed_values import KeyedValuesCall, KeyedValuesGrammar
 
 WRAPPERS = ("<minimax:tool_call>", "<function_calls>")
 WRAPPER_ENDS = ("</minimax:tool_call>", "</function_calls>")

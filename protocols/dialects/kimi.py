@@ -9,9 +9,17 @@ Checked against Kimi-K2-Thinking's chat template, Moonshot's tool-call guidance 
 
 from __future__ import annotations
 
-from ..commit_policy import CallContext, CallScanner
-from ..dialect import Dialect, Piece, blanks, literal, open_form, register_dialect, tool_name
-from ..json_body import JsonBody, JsonBodyCall
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import (
+    Dialect,
+    Piece,
+    blanks,
+    literal,
+    open_form,
+    register_dialect,
+    tool_name,
+)
+from ..streaming.json_body import JsonBody, JsonBodyCall
 
 SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 SECTION_ENDS = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")

@@ -10,8 +10,8 @@ read by the off-protocol answer (`off_protocol`)."""
 
 from __future__ import annotations
 
-from ..dialect import Dialect, blanks, followed_by, open_form, register_dialect
-from ..json_body import JsonBody, JsonBodyCall
+from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form, register_dialect
+from ..streaming.json_body import JsonBody, JsonBodyCall
 
 _BODY = JsonBody(closers=(("<|eom_id|>", "<|eot_id|>"),), objects=True)
 

@@ -10,7 +10,7 @@ tool parser. The call ends where its JSON does."""
 
 from __future__ import annotations
 
-from ..dialect import (
+from ..streaming.dialect_forms import (
     Dialect,
     Piece,
     blanks,
@@ -21,7 +21,7 @@ from ..dialect import (
     register_dialect,
     tool_name,
 )
-from ..json_body import JsonBody, JsonBodyCall
+from ..streaming.json_body import JsonBody, JsonBodyCall
 
 MARKER, CALL_ID, ARGS = "[TOOL_CALLS]", "[CALL_ID]", "[ARGS]"
 _ID = r"[A-Za-z0-9]{1,64}"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..dialect import AnswerForm, Dialect, register_dialect
-from ..pythonic import pythonic_calls
-from ..relaxed_json import RelaxedParseBudget
+from ..lenient.python_calls import pythonic_calls
+from ..lenient.relaxed_json import RelaxedParseBudget
+from ..streaming.dialect_forms import AnswerForm, Dialect, register_dialect
 
 _NAME = r"[A-Za-z_][\w.]{0,127}"
 

@@ -4,9 +4,9 @@ Checked against Qwen3-Coder's chat template and vLLM's `qwen3_coder` tool parser
 
 from __future__ import annotations
 
-from ..dialect import Dialect, Piece, blanks, literal, open_form, register_dialect
-from ..keyed_values import MAX_GAP_CHARS
-from ..qwen_coder import CALL_START, FUNCTION_START, MAX_NAME_CHARS, open_call
+from ..formats.qwen3_coder import CALL_START, FUNCTION_START, MAX_NAME_CHARS, open_call
+from ..streaming.dialect_forms import Dialect, Piece, blanks, literal, open_form, register_dialect
+from ..streaming.keyed_values import MAX_GAP_CHARS
 
 _FUNCTION = [
     literal(FUNCTION_START),

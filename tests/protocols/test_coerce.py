@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols.coerce import MAX_SCHEMA_DEPTH, MAX_SCHEMA_VISITS, coerce_by_schema
-from protocols.relaxed_json import RELAXED_PARSE_BUDGET_CHARS, RelaxedParseBudget
+from protocols.lenient.coerce import MAX_SCHEMA_DEPTH, MAX_SCHEMA_VISITS, coerce_by_schema
+from protocols.lenient.relaxed_json import RELAXED_PARSE_BUDGET_CHARS, RelaxedParseBudget
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
-"""The commit policy every protocol shares (protocols/commit_policy.py): a small call reaches
-the client only once decided, exactly as in a whole text; a large one streams while it is
-written; a streamed call that then fails ends unfinished, never finished with invented
-values."""
+"""The commit policy every protocol shares (protocols/streaming/commit_policy.py): a small
+call reaches the client only once decided, exactly as in a whole text; a large one streams
+while it is written; a streamed call that then fails ends unfinished, never finished with
+invented values."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 from parser_harness import MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
 from protocols import ArgumentsMode, TextDelta
-from protocols.dialect import dialect_names
+from protocols.streaming.dialect_forms import dialect_names
 
 CORPUS = Path(__file__).parent / "dialect_corpus"
 HEADER = "=== "

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
 from protocols import ForcedReply, ToolSpec, get_protocol
-from protocols.forced_call import (
+from protocols.formats.forced_call import (
     forced_call_schema,
     read_forced_call,
     render_forced_call_correction,

@@ -18,7 +18,7 @@ from protocols import (
     free_form_tool,
     get_protocol,
 )
-from protocols.qwen_coder import FUNCTION_END, PARAMETER_END, PARAMETER_START
+from protocols.formats.qwen3_coder import FUNCTION_END, PARAMETER_END, PARAMETER_START
 
 GRAMMAR = 'start: "*** Begin Patch" LF hunk+ "*** End Patch"'
 PATCH = free_form_tool("apply_patch", "Edit files with a patch.", syntax="lark", grammar=GRAMMAR)

@@ -31,9 +31,9 @@ from protocols import (
     ToolCallStart,
     UnknownTools,
     get_protocol,
-    relaxed_json,
 )
-from protocols.relaxed_json import (
+from protocols.lenient import relaxed_json
+from protocols.lenient.relaxed_json import (
     PARSE_CHARGE_CHARS,
     RELAXED_PARSE_BUDGET_CHARS,
     STRICT_CHARS_PER_CHARGED_CHAR,

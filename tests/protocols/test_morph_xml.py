@@ -35,7 +35,7 @@ from protocols import (
     ToolSpec,
     get_protocol,
 )
-from protocols.trie_pattern import MAX_NAME_TRIE_DEPTH, names_pattern
+from protocols.streaming.trie_pattern import MAX_NAME_TRIE_DEPTH, names_pattern
 
 MORPH_XML = "morph-xml"
 PARIS = {"city": "Paris"}

@@ -9,9 +9,10 @@ from unittest.mock import Mock
 import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
-from protocols import ArgumentsMode, Part, TextDelta, get_protocol, off_protocol
-from protocols.off_protocol import MAX_ANSWER_HEAD_CHARS
+from protocols import ArgumentsMode, Part, TextDelta, get_protocol
 from protocols.parts import ToolSpec
+from protocols.streaming import off_protocol
+from protocols.streaming.off_protocol import MAX_ANSWER_HEAD_CHARS
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "Paris"}}
 TIME = {"name": "get_time", "parameters": {}}

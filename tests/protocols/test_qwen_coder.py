@@ -17,7 +17,7 @@ from protocols import (
     UnknownTools,
     get_protocol,
 )
-from protocols.qwen_coder import MAX_GAP_CHARS
+from protocols.formats.qwen3_coder import MAX_GAP_CHARS
 
 QWEN = "qwen3-coder"
 WEATHER = ("get_weather", {"city": "Paris"})

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocols import relaxed_json
-from protocols.relaxed_json import (
+from protocols.lenient import relaxed_json
+from protocols.lenient.relaxed_json import (
     MAX_NESTING_DEPTH,
     PARSE_CHARGE_CHARS,
     RELAXED_PARSE_BUDGET_CHARS,

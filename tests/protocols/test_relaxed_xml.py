@@ -1,4 +1,4 @@
-"""Tests for protocols.relaxed_xml: Morph-XML call bodies into argument dicts."""
+"""Tests for protocols.lenient.relaxed_xml: Morph-XML call bodies into argument dicts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.relaxed_xml import (
+from protocols.lenient.relaxed_xml import (
     MAX_BODY_CHARS,
     MAX_DEPTH,
     DuplicateStringTagError,

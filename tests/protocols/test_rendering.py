@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from parser_harness import MODES, PROTOCOL_NAMES, TOOLS, protocol_of, run
 
 from protocols import ArgumentsMode, ToolCall, ToolSpec, get_protocol
-from protocols.qwen_coder import FUNCTION_END, PARAMETER_END, PARAMETER_START
+from protocols.formats.qwen3_coder import FUNCTION_END, PARAMETER_END, PARAMETER_START
 
 ONE_CALL_ONLY = re.compile(r"\b(at most|only|exactly) one\b|\ba single\b", re.IGNORECASE)
 

@@ -15,7 +15,7 @@ def test_importing_protocols_loads_no_io_module() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     loaded = json.loads(result.stdout)
-    assert "protocols.json_mix" in loaded  # the registry imported every protocol
+    assert "protocols.formats.json_mix" in loaded  # the registry imported every protocol
     io_modules = [
         name for name in loaded if name.split(".")[0] in FORBIDDEN_ROOTS or name in FORBIDDEN
     ]

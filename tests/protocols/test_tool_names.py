@@ -11,7 +11,7 @@ import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
 from protocols import ArgumentsMode, ErrorKind, ToolCallStart, ToolSpec, UnknownTools
-from protocols.tool_names import DeclaredTools
+from protocols.lenient.tool_names import DeclaredTools
 
 CITY = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}
 TOOLS = (ToolSpec("geodistance_find", "Distance.", CITY), ToolSpec("get_weather", "", CITY))

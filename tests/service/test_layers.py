@@ -95,11 +95,11 @@ def test_an_import_that_climbs_is_named() -> None:
 
 
 def test_an_import_past_a_surface_is_named() -> None:
-    planted = "from .wire.sse import data_event\nfrom protocols.relaxed_json import x\n"
+    planted = "from .wire.sse import data_event\nfrom protocols.lenient.relaxed_json import x\n"
 
     assert violations("service.app", planted) == [
         "service.app:1 imports service.wire.sse: past the surface of service.wire",
-        "service.app:2 imports protocols.relaxed_json: past the surface of protocols",
+        "service.app:2 imports protocols.lenient.relaxed_json: past the surface of protocols",
     ]
 
 

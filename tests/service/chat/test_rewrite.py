@@ -10,8 +10,9 @@ from unittest.mock import Mock
 import pyjson5
 import pytest
 
-from protocols import ToolSpec, get_protocol, relaxed_json
-from protocols.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
+from protocols import ToolSpec, get_protocol
+from protocols.lenient import relaxed_json
+from protocols.lenient.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
 from service.chat.request import PART_SEPARATOR, parse_chat_request
 from service.chat.rewrite import needs_rewrite, rewrite_request
 from service.wire.errors import ProxyError

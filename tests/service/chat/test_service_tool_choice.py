@@ -19,7 +19,7 @@ from upstream_server import (
 )
 
 from protocols import ToolSpec
-from protocols.forced_call import (
+from protocols.formats.forced_call import (
     forced_call_schema,
     render_forced_call_correction,
     render_forced_call_prompt,

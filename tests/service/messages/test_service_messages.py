@@ -39,7 +39,7 @@ from upstream_server import (
 )
 
 from protocols import ToolSpec, get_protocol
-from protocols.forced_call import render_forced_call_prompt
+from protocols.formats.forced_call import render_forced_call_prompt
 
 TOOL_USE_ID = "toolu_paris"
 EARLIER_CALL = {"type": "tool_use", "id": TOOL_USE_ID, "name": "get_weather", "input": {}}

@@ -16,7 +16,7 @@ from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy
 from upstream_server import PARIS_WEATHER, TIME_CALL, UTC_TIME, Reply, ScriptedUpstream, native_call
 
 from protocols import ToolSpec
-from protocols.forced_call import forced_call_schema, render_forced_call_correction
+from protocols.formats.forced_call import forced_call_schema, render_forced_call_correction
 
 NATIVE_ID = "call_upstream_paris"
 PROSE = "It is sunny in Paris today."

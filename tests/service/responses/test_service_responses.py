@@ -24,7 +24,7 @@ from upstream_server import (
 )
 
 from protocols import ToolSpec, get_protocol
-from protocols.forced_call import render_forced_call_prompt
+from protocols.formats.forced_call import render_forced_call_prompt
 
 QUESTION = "What is the weather in Paris?"
 CALL_ID = "call_paris"

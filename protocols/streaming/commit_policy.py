@@ -11,10 +11,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .base import ArgumentsMode, UnknownTools
-from .coerce import coerce_by_schema
-from .json_text import json_text
-from .parts import (
+from ..base import ArgumentsMode, UnknownTools
+from ..lenient.coerce import coerce_by_schema
+from ..lenient.json_text import json_text
+from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.tool_names import DeclaredTools
+from ..parts import (
     ErrorKind,
     OnError,
     ParseError,
@@ -24,8 +26,6 @@ from .parts import (
     ToolCallStart,
     ToolCallUnfinished,
 )
-from .relaxed_json import RelaxedParseBudget
-from .tool_names import DeclaredTools
 
 
 def new_call_id() -> str:

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
-from .coerce import coerce_by_schema, is_string_schema
+from ..lenient.coerce import coerce_by_schema, is_string_schema
+from ..lenient.json_text import json_text
+from ..lenient.relaxed_xml import ValueLayout
+from ..parts import ErrorKind
 from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import canonical_string
-from .json_text import json_text
-from .parts import ErrorKind
-from .relaxed_xml import ValueLayout
-from .streaming import partial_token_start
+from .tag_loop import partial_token_start
 
 # Models put a line break (or a few) between `</function>` and `</tool_call>`; a longer gap
 # means the two tags do not belong together.

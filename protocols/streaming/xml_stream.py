@@ -8,12 +8,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .coerce import coerce_by_schema, declared_types, is_string_schema
+from ..lenient.coerce import coerce_by_schema, declared_types, is_string_schema
+from ..lenient.json_text import json_text
+from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.relaxed_xml import RelaxedXMLError, ValueLayout, parse_xml_value
 from .json_stream import canonical_string
-from .json_text import json_text
-from .relaxed_json import RelaxedParseBudget
-from .relaxed_xml import RelaxedXMLError, ValueLayout, parse_xml_value
-from .streaming import partial_token_start, unclosed_tag_start
+from .tag_loop import partial_token_start, unclosed_tag_start
 
 # Attributes models put on a tool's tag (`<search id="1">`) are short; a `<name` followed by
 # more than this without `>` is prose, and holding it back longer would stall the text.

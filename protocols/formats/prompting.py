@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .json_text import json_text
-from .parts import ToolSpec
+from ..lenient.json_text import json_text
+from ..parts import ToolSpec
 
 # Example values are illustrative only; deeper schemas add tokens without teaching more.
 _EXAMPLE_DEPTH = 3

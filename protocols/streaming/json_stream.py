@@ -12,10 +12,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .call_objects import ARGUMENT_KEYS, NAME_KEYS
-from .coerce import coerce_by_schema, is_string_schema
-from .json_text import json_text
-from .relaxed_json import RelaxedParseBudget
+from ..lenient.call_objects import ARGUMENT_KEYS, NAME_KEYS
+from ..lenient.coerce import coerce_by_schema, is_string_schema
+from ..lenient.json_text import json_text
+from ..lenient.relaxed_json import RelaxedParseBudget
 
 _STRING_RUN = re.compile(r'[^"\\]+')
 _BLANK_RUN = re.compile(r"[ \t\r\n]+")

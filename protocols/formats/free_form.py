@@ -10,8 +10,8 @@ import json
 import re
 from typing import Any
 
-from .json_text import json_text
-from .parts import ToolSpec
+from ..lenient.json_text import json_text
+from ..parts import ToolSpec
 
 # The one argument a free-form tool is offered with.
 FREE_FORM_INPUT = "input"

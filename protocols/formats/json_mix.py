@@ -7,15 +7,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .base import ParserOptions, Protocol, StreamParser
-from .call_objects import CallObjectError, calls_in_json
-from .commit_policy import ArgumentSender, CallContext, CallScanner
-from .json_stream import JsonCallLexer
-from .json_text import json_text
-from .parts import ErrorKind, ToolSpec
+from ..base import ParserOptions, Protocol, StreamParser
+from ..lenient.call_objects import CallObjectError, calls_in_json
+from ..lenient.json_text import json_text
+from ..parts import ErrorKind, ToolSpec
+from ..registry import register
+from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
+from ..streaming.json_stream import JsonCallLexer
+from ..streaming.tag_loop import TagStreamParser, partial_token_start, unclosed_tag_start
 from .prompting import SeveralCalls, tools_prompt
-from .registry import register
-from .streaming import TagStreamParser, partial_token_start, unclosed_tag_start
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")

@@ -10,9 +10,19 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
-from .base import ParserOptions, StreamParser, UnknownTools
+from ..base import ParserOptions, StreamParser, UnknownTools
+from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.tool_names import DeclaredTools
+from ..parts import (
+    ParseError,
+    Part,
+    PartWriter,
+    ThinkEnd,
+    ThinkStart,
+    ToolSpec,
+)
 from .commit_policy import CallContext, CallScanner
-from .dialect import (
+from .dialect_forms import (
     DialectSearch,
     OpenForm,
     answer_forms,
@@ -21,16 +31,6 @@ from .dialect import (
 )
 from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer
-from .parts import (
-    ParseError,
-    Part,
-    PartWriter,
-    ThinkEnd,
-    ThinkStart,
-    ToolSpec,
-)
-from .relaxed_json import RelaxedParseBudget
-from .tool_names import DeclaredTools
 
 
 def partial_token_start(text: str, tokens: Sequence[str]) -> int:

@@ -22,20 +22,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import ParserOptions, Protocol, StreamParser
-from .commit_policy import CallContext, CallScanner
-from .dialect import prefixes
-from .json_text import json_text
-from .keyed_values import (
+from ..base import ParserOptions, Protocol, StreamParser
+from ..lenient.json_text import json_text
+from ..parts import ToolSpec
+from ..registry import register
+from ..streaming.commit_policy import CallContext, CallScanner
+from ..streaming.dialect_forms import prefixes
+from ..streaming.keyed_values import (
     MAX_GAP_CHARS,
     KeyedValuesCall,
     KeyedValuesGrammar,
     unfinished_tag_start,
 )
-from .parts import ToolSpec
+from ..streaming.tag_loop import TagStreamParser
 from .prompting import tools_prompt
-from .registry import register
-from .streaming import TagStreamParser
 
 # The literal tags; none holds a regular-expression metacharacter, so patterns use them as is.
 CALL_START, CALL_END = "<tool_call>", "</tool_call>"

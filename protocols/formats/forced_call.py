@@ -9,19 +9,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Protocol
-from .call_objects import ARGUMENT_KEYS, NAME_KEYS, CallObjectError, call_from_object
-from .coerce import coerce_by_schema
-from .commit_policy import dump_arguments, new_call_id
-from .json_text import json_text
-from .parts import ToolCall, ToolSpec
-from .prompting import example_arguments, tool_declarations
-from .relaxed_json import (
+from ..base import Protocol
+from ..lenient.call_objects import ARGUMENT_KEYS, NAME_KEYS, CallObjectError, call_from_object
+from ..lenient.coerce import coerce_by_schema
+from ..lenient.json_text import json_text
+from ..lenient.relaxed_json import (
     RelaxedJSONError,
     RelaxedParseBudget,
     parse_relaxed_json,
     strip_code_fence,
 )
+from ..parts import ToolCall, ToolSpec
+from ..streaming.commit_policy import dump_arguments, new_call_id
+from .prompting import example_arguments, tool_declarations
 
 # Prose around the object can hold many `{`; trying each one is quadratic, so stop early.
 MAX_OBJECT_STARTS = 64

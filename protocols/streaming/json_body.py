@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
-from .call_objects import CallObjectError, call_from_object, calls_in_json
+from ..lenient.call_objects import CallObjectError, call_from_object, calls_in_json
+from ..parts import ErrorKind
 from .commit_policy import ArgumentSender, CallContext, CallScanner
-from .dialect import resolve_tool_name
+from .dialect_forms import resolve_tool_name
 from .json_stream import JsonCallLexer
-from .parts import ErrorKind
 
 # Blanks a format may put between its tags (a line break or a few); a longer run means the
 # next tag is not the call's, and holding it back longer would stall the text.

@@ -13,16 +13,16 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .call_objects import CallObjectError, calls_in_json
-from .dialect import AnswerForm, could_name, resolve_tool_name
-from .json_stream import JsonCallLexer
-from .relaxed_json import (
+from ..lenient.call_objects import CallObjectError, calls_in_json
+from ..lenient.relaxed_json import (
     RelaxedJSONError,
     RelaxedParseBudget,
     TopLevelReader,
     strip_code_fence,
 )
-from .tool_names import DeclaredTools
+from ..lenient.tool_names import DeclaredTools
+from .dialect_forms import AnswerForm, could_name, resolve_tool_name
+from .json_stream import JsonCallLexer
 
 # Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
 MAX_WRAPPER_TAG_CHARS = 64

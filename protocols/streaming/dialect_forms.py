@@ -18,9 +18,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.tool_names import DeclaredTools, name_key
 from .commit_policy import CallContext, CallScanner
-from .relaxed_json import RelaxedParseBudget
-from .tool_names import DeclaredTools, name_key
 from .trie_pattern import names_pattern
 
 # A name written with the namespace OpenAI's formats put tools in (`functions.get_weather`).

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .parts import ToolSpec
+from ..parts import ToolSpec
 
 _SEPARATORS = str.maketrans({".": "_", "-": "_"})
 

@@ -14,14 +14,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import ArgumentsMode, ParserOptions, Protocol, StreamParser
-from .coerce import coerce_by_schema
-from .commit_policy import ArgumentSender, CallContext, CallScanner
-from .json_text import json_text
-from .parts import ErrorKind, ToolSpec
-from .prompting import tools_prompt
-from .registry import register
-from .relaxed_xml import (
+from ..base import ArgumentsMode, ParserOptions, Protocol, StreamParser
+from ..lenient.coerce import coerce_by_schema
+from ..lenient.json_text import json_text
+from ..lenient.relaxed_xml import (
     LIST_MEMBER,
     DuplicateStringTagError,
     RelaxedXMLError,
@@ -29,9 +25,13 @@ from .relaxed_xml import (
     layout_trimmed,
     parse_xml_calls,
 )
-from .streaming import HeldOpen, TagStreamParser, partial_token_start, unclosed_tag_start
-from .trie_pattern import names_pattern
-from .xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
+from ..parts import ErrorKind, ToolSpec
+from ..registry import register
+from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
+from ..streaming.tag_loop import HeldOpen, TagStreamParser, partial_token_start, unclosed_tag_start
+from ..streaming.trie_pattern import names_pattern
+from ..streaming.xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
+from .prompting import tools_prompt
 
 
 @register("morph-xml")
