@@ -1,6 +1,7 @@
-"""The dialects every protocol's parser recognises (see `protocols.dialect`), one module each;
-importing this package registers them. No two claim the same text (where two begin with
-the same marker, what follows it tells them apart), so their order does not matter."""
+"""The dialects every protocol's parser recognises (see `protocols.streaming.dialect_forms`),
+one module each; importing this package registers them. No two claim the same text (where
+two begin with the same marker, what follows it tells them apart), so their order does not
+matter."""
 
 from . import (  # noqa: F401  (registers the dialects)
     deepseek,

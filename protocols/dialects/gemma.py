@@ -6,7 +6,7 @@ for Gemma ask (results go back in a ```tool_output block):
     ```
 
 Checked against Google's Gemma function-calling guides. The block is read whole once it
-closes (`pythonic`); it holds calls of declared tools only, or it is text."""
+closes (`lenient.python_calls`); it holds calls of declared tools only, or it is text."""
 
 from __future__ import annotations
 

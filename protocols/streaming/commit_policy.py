@@ -20,12 +20,12 @@ from ..parts import (
     ErrorKind,
     OnError,
     ParseError,
-    PartWriter,
     ToolCall,
     ToolCallDelta,
     ToolCallStart,
     ToolCallUnfinished,
 )
+from .part_writer import PartWriter
 
 
 def new_call_id() -> str:

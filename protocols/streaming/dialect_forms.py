@@ -2,7 +2,7 @@
 route's protocol prompts for (DeepSeek's tool tokens, Mistral's `[TOOL_CALLS]`, Kimi's
 sections...). Every protocol's stream parser recognises them, so a model that answers in its
 own format still makes calls. Each dialect is one module in `protocols/dialects/`, registered
-by name with the open tags it writes; the tag loop (`streaming`) looks for all of them with
+by name with the open tags it writes; the tag loop (`tag_loop`) looks for all of them with
 one search, and hands each call to the dialect's scanner under the commit policy.
 
 A dialect's call counts only when it names a declared tool: an undeclared name stays text.

@@ -16,7 +16,6 @@ from ..lenient.tool_names import DeclaredTools
 from ..parts import (
     ParseError,
     Part,
-    PartWriter,
     ThinkEnd,
     ThinkStart,
     ToolSpec,
@@ -31,6 +30,7 @@ from .dialect_forms import (
 )
 from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer
+from .part_writer import PartWriter
 
 
 def partial_token_start(text: str, tokens: Sequence[str]) -> int:
@@ -80,7 +80,7 @@ class TagStreamParser(StreamParser):
     """The loop every tag protocol shares: text outside calls flows out at once (holding back
     only a suffix that could still become an open tag), `<think>` blocks are never parsed
     for calls, and each call is handed to the protocol's CallScanner, or to a dialect's
-    (`dialect`): calls written in another model's format count too, for declared tools.
+    (`dialect_forms`): calls written in another model's format count too, for declared tools.
 
     Each feed touches only the new text plus a held-back suffix no longer than an open
     tag, so the whole stream is linear in its length."""
