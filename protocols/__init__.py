@@ -1,7 +1,17 @@
 """Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
 
 from . import dialects  # noqa: F401  (registers the dialects)
-from .base import SMALL_CALL_CHARS, ArgumentsMode, Protocol, Segment, StreamParser, UnknownTools
+from .base import (
+    SMALL_CALL_CHARS,
+    ArgumentsMode,
+    Protocol,
+    Segment,
+    StreamParser,
+    UnknownProtocolError,
+    UnknownTools,
+    get_protocol,
+    protocol_names,
+)
 from .formats import (  # noqa: F401  (registers the protocols)
     json_mix,
     morph_xml,
@@ -32,7 +42,6 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
-from .registry import UnknownProtocolError, get_protocol, protocol_names
 from .streaming.commit_policy import new_call_id
 
 __all__ = [

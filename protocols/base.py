@@ -21,6 +21,7 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
+from .registry import Registered
 
 
 class ArgumentsMode(StrEnum):
@@ -76,11 +77,11 @@ class StreamParser(ABC):
     def finish(self) -> list[Part]: ...
 
 
-class Protocol(ABC):
+class Protocol(Registered, ABC):
     """A text protocol: how tools, calls and results are written into the prompt, and
     how the model's text is parsed back into calls."""
 
-    name: ClassVar[str]
+    registered: ClassVar[dict[str, type[Protocol]]] = {}
 
     @abstractmethod
     def render_tools(self, tools: Sequence[ToolSpec], *, single_call: bool = False) -> str:
@@ -155,3 +156,22 @@ class Protocol(ABC):
                 segments.append(Segment(start, end, part.original))
                 offset = end
         return segments
+
+
+class UnknownProtocolError(ValueError):
+    pass
+
+
+def get_protocol(name: str, **options: Any) -> Protocol:
+    """`get_protocol("morph-xml")` -> a ready protocol instance."""
+    try:
+        cls = Protocol.registered[name]
+    except KeyError:
+        raise UnknownProtocolError(
+            f"unknown protocol {name!r}; known: {', '.join(protocol_names())}"
+        ) from None
+    return cls(**options)
+
+
+def protocol_names() -> list[str]:
+    return sorted(Protocol.registered)

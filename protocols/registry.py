@@ -1,43 +1,31 @@
-"""Protocols registered by name, so a deployment picks one by configuration."""
+"""Classes registered by name: the protocols, so a deployment picks one by configuration, and
+the dialects, which every protocol's parser looks for. One decorator registers either, in
+the table of its kind."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from .base import Protocol
-
-_PROTOCOLS: dict[str, type[Protocol]] = {}
-
-P = TypeVar("P", bound="type[Protocol]")
+from typing import Any, ClassVar, TypeVar
 
 
-def register(name: str) -> Callable[[P], P]:
-    """Class decorator: `@register("json-mix") class JsonMix(Protocol): ...`"""
+class Registered:
+    """A class registered by name. Each kind (`Protocol`, `Dialect`) holds its own table,
+    `registered`, and a subclass of it is registered there."""
 
-    def decorate(cls: P) -> P:
+    name: ClassVar[str]
+    registered: ClassVar[dict[str, Any]]
+
+
+R = TypeVar("R", bound=type[Registered])
+
+
+def register(name: str) -> Callable[[R], R]:
+    """Class decorator: `@register("json-mix") class JsonMix(Protocol): ...`, and as well
+    `@register("kimi-k2") class KimiK2(Dialect): forms = ...`."""
+
+    def decorate(cls: R) -> R:
         cls.name = name
-        _PROTOCOLS[name] = cls
+        cls.registered[name] = cls
         return cls
 
     return decorate
-
-
-class UnknownProtocolError(ValueError):
-    pass
-
-
-def get_protocol(name: str, **options: Any) -> Protocol:
-    """`get_protocol("morph-xml")` -> a ready protocol instance."""
-    try:
-        cls = _PROTOCOLS[name]
-    except KeyError:
-        raise UnknownProtocolError(
-            f"unknown protocol {name!r}; known: {', '.join(protocol_names())}"
-        ) from None
-    return cls(**options)
-
-
-def protocol_names() -> list[str]:
-    return sorted(_PROTOCOLS)

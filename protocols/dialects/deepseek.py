@@ -14,6 +14,7 @@ and `deepseek_v31` tool parsers."""
 
 from __future__ import annotations
 
+from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import (
     Dialect,
@@ -22,7 +23,6 @@ from ..streaming.dialect_forms import (
     followed_by,
     literal,
     open_form,
-    register_dialect,
     tool_name,
 )
 from ..streaming.json_body import JsonBody, JsonBodyCall
@@ -39,7 +39,7 @@ def _call(ctx: CallContext, open_tag: str, name: str) -> CallScanner:
     return JsonBodyCall(ctx, open_tag, name, _BODY)
 
 
-@register_dialect("deepseek")
+@register("deepseek")
 class DeepSeek(Dialect):
     forms = tuple(
         open_form(marker, [*before, *pieces], _call)

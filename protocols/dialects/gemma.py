@@ -13,13 +13,13 @@ from __future__ import annotations
 from ..lenient.call_objects import CallObjectError
 from ..lenient.python_calls import pythonic_calls
 from ..parts import ErrorKind
+from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import (
     Dialect,
     Piece,
     literal,
     open_form,
-    register_dialect,
     resolve_tool_name,
 )
 from ..streaming.tag_loop import partial_token_start
@@ -66,7 +66,7 @@ class _ToolCodeCall(CallScanner):
         ctx.complete_calls([(name or "", arguments) for name, arguments in named], original)
 
 
-@register_dialect("gemma")
+@register("gemma")
 class Gemma(Dialect):
     forms = (
         open_form(

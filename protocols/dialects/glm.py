@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import (
     MAX_BLANKS,
@@ -21,7 +22,6 @@ from ..streaming.dialect_forms import (
     followed_by,
     open_form,
     prefixes,
-    register_dialect,
     tool_name,
 )
 from ..streaming.keyed_values import KeyedValuesCall, KeyedValuesGrammar
@@ -54,7 +54,7 @@ def _call(ctx: CallContext, open_tag: str, name: str) -> CallScanner:
     return KeyedValuesCall(ctx, open_tag, name, GRAMMAR)
 
 
-@register_dialect("glm")
+@register("glm")
 class Glm(Dialect):
     forms = (
         open_form(

@@ -9,13 +9,14 @@ ships it). Granite 3.1's `<tool_call>[...]` is the hermes dialect's."""
 
 from __future__ import annotations
 
-from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form, register_dialect
+from ..registry import register
+from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form
 from ..streaming.json_body import JsonBody, JsonBodyCall
 
 _BODY = JsonBody(closers=(("<|/tool_call|>",),), objects=True)
 
 
-@register_dialect("granite")
+@register("granite")
 class Granite(Dialect):
     forms = (
         open_form(

@@ -10,6 +10,7 @@ channel before a call stays text."""
 
 from __future__ import annotations
 
+from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import (
     Dialect,
@@ -18,7 +19,6 @@ from ..streaming.dialect_forms import (
     literal,
     open_form,
     optional,
-    register_dialect,
     tool_name,
 )
 from ..streaming.json_body import JsonBody, JsonBodyCall
@@ -42,7 +42,7 @@ def _call(ctx: CallContext, open_tag: str, name: str) -> CallScanner:
     return JsonBodyCall(ctx, open_tag, name, _BODY)
 
 
-@register_dialect("harmony")
+@register("harmony")
 class Harmony(Dialect):
     forms = (
         open_form(CHANNEL, _COMMENTARY[1:], _call),

@@ -11,10 +11,11 @@ JSON array in the same tag, with no close tag (the output's end closes it)."""
 from __future__ import annotations
 
 from ..formats.json_mix import hermes_call
-from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form, register_dialect
+from ..registry import register
+from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form
 
 
-@register_dialect("hermes")
+@register("hermes")
 class Hermes(Dialect):
     forms = (
         open_form(

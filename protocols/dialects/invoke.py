@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import (
     Dialect,
@@ -24,7 +25,6 @@ from ..streaming.dialect_forms import (
     literal,
     open_form,
     prefixes,
-    register_dialect,
 )
 from ..streaming.keyed_values import KeyedValuesCall, KeyedValuesGrammar
 
@@ -66,7 +66,7 @@ _INVOKE = [
 ]
 
 
-@register_dialect("invoke")
+@register("invoke")
 class Invoke(Dialect):
     forms = (
         *(open_form(wrapper, [blanks(), literal(INVOKE), *_INVOKE], _call) for wrapper in WRAPPERS),

@@ -9,6 +9,7 @@ Checked against Kimi-K2-Thinking's chat template, Moonshot's tool-call guidance 
 
 from __future__ import annotations
 
+from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import (
     Dialect,
@@ -16,7 +17,6 @@ from ..streaming.dialect_forms import (
     blanks,
     literal,
     open_form,
-    register_dialect,
     tool_name,
 )
 from ..streaming.json_body import JsonBody, JsonBodyCall
@@ -42,7 +42,7 @@ def _call(ctx: CallContext, open_tag: str, name: str) -> CallScanner:
     return JsonBodyCall(ctx, open_tag, name, _BODY)
 
 
-@register_dialect("kimi-k2")
+@register("kimi-k2")
 class KimiK2(Dialect):
     forms = (
         *(

@@ -10,13 +10,14 @@ read by the off-protocol answer (`off_protocol`)."""
 
 from __future__ import annotations
 
-from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form, register_dialect
+from ..registry import register
+from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form
 from ..streaming.json_body import JsonBody, JsonBodyCall
 
 _BODY = JsonBody(closers=(("<|eom_id|>", "<|eot_id|>"),), objects=True)
 
 
-@register_dialect("llama3")
+@register("llama3")
 class Llama3(Dialect):
     forms = (
         open_form(

@@ -10,6 +10,7 @@ tool parser. The call ends where its JSON does."""
 
 from __future__ import annotations
 
+from ..registry import register
 from ..streaming.dialect_forms import (
     Dialect,
     Piece,
@@ -18,7 +19,6 @@ from ..streaming.dialect_forms import (
     literal,
     open_form,
     prefixes,
-    register_dialect,
     tool_name,
 )
 from ..streaming.json_body import JsonBody, JsonBodyCall
@@ -31,7 +31,7 @@ _CALL_ID = Piece(
 _LIST, _ARGUMENTS = JsonBody(objects=True), JsonBody()
 
 
-@register_dialect("mistral")
+@register("mistral")
 class Mistral(Dialect):
     forms = (
         open_form(

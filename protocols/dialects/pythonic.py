@@ -14,7 +14,8 @@ from typing import Any
 
 from ..lenient.python_calls import pythonic_calls
 from ..lenient.relaxed_json import RelaxedParseBudget
-from ..streaming.dialect_forms import AnswerForm, Dialect, register_dialect
+from ..registry import register
+from ..streaming.dialect_forms import AnswerForm, Dialect
 
 _NAME = r"[A-Za-z_][\w.]{0,127}"
 
@@ -23,7 +24,7 @@ def _calls(text: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, A
     return pythonic_calls(text, budget, one_list=True)
 
 
-@register_dialect("pythonic")
+@register("pythonic")
 class Pythonic(Dialect):
     answer = AnswerForm(
         begins=re.compile(rf"\[\s{{0,64}}(?P<name>{_NAME})\s{{0,8}}\("),

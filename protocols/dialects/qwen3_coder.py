@@ -5,7 +5,8 @@ Checked against Qwen3-Coder's chat template and vLLM's `qwen3_coder` tool parser
 from __future__ import annotations
 
 from ..formats.qwen3_coder import CALL_START, FUNCTION_START, MAX_NAME_CHARS, open_call
-from ..streaming.dialect_forms import Dialect, Piece, blanks, literal, open_form, register_dialect
+from ..registry import register
+from ..streaming.dialect_forms import Dialect, Piece, blanks, literal, open_form
 from ..streaming.keyed_values import MAX_GAP_CHARS
 
 _FUNCTION = [
@@ -20,7 +21,7 @@ _FUNCTION = [
 ]
 
 
-@register_dialect("qwen3-coder")
+@register("qwen3-coder")
 class Qwen3Coder(Dialect):
     forms = (
         open_form(CALL_START, [blanks(MAX_GAP_CHARS), *_FUNCTION], open_call),

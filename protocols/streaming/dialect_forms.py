@@ -16,10 +16,11 @@ import itertools
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools, name_key
+from ..registry import Registered
 from .commit_policy import CallContext, CallScanner
 from .trie_pattern import names_pattern
 
@@ -63,42 +64,29 @@ class AnswerForm:
     read: Callable[[str, RelaxedParseBudget], list[tuple[str, dict[str, Any]]]]
 
 
-class Dialect:
+class Dialect(Registered):
     """A call format, as the open forms it writes (tried in order at one position), or as
     the form of a whole answer when it has no marker."""
 
-    name: ClassVar[str]
+    registered: ClassVar[dict[str, type[Dialect]]] = {}
     forms: ClassVar[tuple[OpenForm, ...]] = ()
     answer: ClassVar[AnswerForm | None] = None
 
 
-_DIALECTS: dict[str, type[Dialect]] = {}
-D = TypeVar("D", bound=type[Dialect])
-
-
-def register_dialect(name: str) -> Callable[[D], D]:
-    """Class decorator: `@register_dialect("kimi-k2") class KimiK2(Dialect): forms = ...`"""
-
-    def decorate(cls: D) -> D:
-        cls.name = name
-        _DIALECTS[name] = cls
-        return cls
-
-    return decorate
-
-
 def dialect_names() -> list[str]:
-    return list(_DIALECTS)
+    return list(Dialect.registered)
 
 
 def answer_forms() -> tuple[AnswerForm, ...]:
     """The whole-answer forms of every registered dialect."""
-    return _answer_forms(tuple(_DIALECTS))
+    return _answer_forms(tuple(Dialect.registered))
 
 
 @functools.lru_cache(maxsize=8)
 def _answer_forms(registered: tuple[str, ...]) -> tuple[AnswerForm, ...]:
-    return tuple(form for name in registered if (form := _DIALECTS[name].answer) is not None)
+    return tuple(
+        form for name in registered if (form := Dialect.registered[name].answer) is not None
+    )
 
 
 def resolve_tool_name(written: str, declared: Collection[str]) -> str | None:
@@ -223,7 +211,7 @@ def dialect_search(excluded: frozenset[str], registered: tuple[str, ...]) -> Dia
     """The search for every registered dialect but `excluded` (a protocol's own format),
     built once per set. `registered` is `tuple(dialect_names())`, so a dialect registered
     later gets a search of its own."""
-    dialects = [_DIALECTS[name] for name in registered if name not in excluded]
+    dialects = [Dialect.registered[name] for name in registered if name not in excluded]
     return DialectSearch(dialects) if dialects else None
 
 
