@@ -17,14 +17,8 @@ from typing import Any
 from ..base import ArgumentsMode, ParserOptions, Protocol, StreamParser
 from ..lenient.coerce import coerce_by_schema
 from ..lenient.json_text import json_text
-from ..lenient.relaxed_xml import (
-    LIST_MEMBER,
-    DuplicateStringTagError,
-    RelaxedXMLError,
-    arguments_are_complete,
-    layout_trimmed,
-    parse_xml_calls,
-)
+from ..lenient.relaxed_xml import DuplicateStringTagError, arguments_are_complete, parse_xml_calls
+from ..lenient.xml_values import LIST_MEMBER, RelaxedXMLError, layout_trimmed
 from ..parts import ErrorKind, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner

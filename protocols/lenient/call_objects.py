@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .json_values import parse_json_values
 from .relaxed_json import (
     RelaxedJSONError,
     RelaxedParseBudget,
-    parse_json_values,
     parse_relaxed_json,
     strip_code_fence,
 )

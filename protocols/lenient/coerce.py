@@ -132,6 +132,12 @@ def declared_types(schema: Mapping[str, Any]) -> list[str]:
     return types
 
 
+def declared_properties(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object schema's `properties`, or none when it declares none (or not as a mapping)."""
+    properties = schema.get("properties")
+    return properties if isinstance(properties, Mapping) else {}
+
+
 def is_string_schema(schema: Mapping[str, Any]) -> bool:
     """`"string"`, `["string", "null"]`, or an anyOf/oneOf whose only non-null type is string:
     a value that is text, which the XML protocols keep raw and may stream as it arrives."""
@@ -284,9 +290,7 @@ def _to_object(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: 
         value = value if parsed is None else parsed
     if not isinstance(value, dict):
         return value
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        properties = {}
+    properties = declared_properties(schema)
     additional = schema.get("additionalProperties")
     return {
         key: _coerce(item, properties.get(key, additional), run, depth)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..lenient.coerce import coerce_by_schema, is_string_schema
 from ..lenient.json_text import json_text
-from ..lenient.relaxed_xml import ValueLayout
+from ..lenient.xml_values import ValueLayout
 from ..parts import ErrorKind
 from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import canonical_string

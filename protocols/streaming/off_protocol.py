@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..lenient.call_objects import CallObjectError, calls_in_json
+from ..lenient.json_values import TopLevelReader
 from ..lenient.relaxed_json import (
     RelaxedJSONError,
     RelaxedParseBudget,
-    TopLevelReader,
     strip_code_fence,
 )
 from ..lenient.tool_names import DeclaredTools

@@ -11,7 +11,7 @@ from typing import Any
 from ..lenient.coerce import coerce_by_schema, declared_types, is_string_schema
 from ..lenient.json_text import json_text
 from ..lenient.relaxed_json import RelaxedParseBudget
-from ..lenient.relaxed_xml import RelaxedXMLError, ValueLayout, parse_xml_value
+from ..lenient.xml_values import RelaxedXMLError, ValueLayout, parse_xml_value
 from .json_stream import canonical_string
 from .tag_loop import partial_token_start, unclosed_tag_start
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.lenient import relaxed_json
+from protocols.lenient.json_values import TopLevelReader, parse_json_values
 from protocols.lenient.relaxed_json import (
     MAX_NESTING_DEPTH,
     PARSE_CHARGE_CHARS,
@@ -19,11 +20,9 @@ from protocols.lenient.relaxed_json import (
     STRICT_CHARS_PER_CHARGED_CHAR,
     RelaxedJSONError,
     RelaxedParseBudget,
-    TopLevelReader,
-    _walk,
-    parse_json_values,
     parse_relaxed_json,
     strip_code_fence,
+    walk_tokens,
 )
 
 REPAIR_BY_NAME = dict(REPAIRS)
@@ -312,9 +311,9 @@ def _merged(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _top_level_tokens_walked(text: str) -> list[tuple[str, str]]:
-    """What `_walk` (the reading `parse_json_values` splits by) finds between values."""
+    """What `walk_tokens` (the reading `parse_json_values` splits by) finds between values."""
     tokens, depth = [], 0
-    for token, owed in _walk(text):
+    for token, owed in walk_tokens(text):
         if depth == 0:
             kind = token.lastgroup or ""
             opening = {"string": 1, "comment": 2}.get(kind)

@@ -11,12 +11,10 @@ from hypothesis import strategies as st
 
 from protocols.lenient.relaxed_xml import (
     MAX_BODY_CHARS,
-    MAX_DEPTH,
     DuplicateStringTagError,
-    RelaxedXMLError,
-    ValueLayout,
     parse_xml_arguments,
 )
+from protocols.lenient.xml_values import MAX_DEPTH, RelaxedXMLError, ValueLayout
 
 WRITE_FILE_SCHEMA: dict[str, Any] = {
     "type": "object",
