@@ -4,6 +4,7 @@ from . import dialects  # noqa: F401  (registers the dialects)
 from .base import (
     SMALL_CALL_CHARS,
     ArgumentsMode,
+    ParserOptions,
     Protocol,
     Segment,
     StreamParser,
@@ -53,6 +54,7 @@ __all__ = [
     "FreeFormInputStream",
     "OnError",
     "ParseError",
+    "ParserOptions",
     "Part",
     "Protocol",
     "RelaxedParseBudget",

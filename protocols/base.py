@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -44,13 +44,22 @@ SMALL_CALL_CHARS = 1024
 
 @dataclass(frozen=True, slots=True)
 class ParserOptions:
-    on_error: OnError | None = None
+    """How model text is parsed, alike for every answer a deployment reads: one value, built
+    once (from the settings) and handed whole to each parser.
+
+    >>> options = ParserOptions(unknown_tools=UnknownTools.TEXT, small_call_chars=0)
+    >>> parser = protocol.stream_parser(tools, options=options, on_error=errors.append)
+    """
+
     mode: ArgumentsMode = ArgumentsMode.INCREMENTAL
     unknown_tools: UnknownTools = UnknownTools.CALL
     relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS
     small_call_chars: int = SMALL_CALL_CHARS
     # A whole answer that is only call objects, off the protocol's format, read as calls.
     off_protocol_calls: bool = True
+
+
+DEFAULT_PARSER_OPTIONS = ParserOptions()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,45 +108,29 @@ class Protocol(Registered, ABC):
         self,
         tools: Sequence[ToolSpec],
         *,
+        options: ParserOptions = DEFAULT_PARSER_OPTIONS,
         on_error: OnError | None = None,
-        mode: ArgumentsMode = ArgumentsMode.INCREMENTAL,
-        unknown_tools: UnknownTools = UnknownTools.CALL,
-        relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
-        small_call_chars: int = SMALL_CALL_CHARS,
-        off_protocol_calls: bool = True,
     ) -> StreamParser:
-        options = ParserOptions(
-            on_error=on_error,
-            mode=mode,
-            unknown_tools=unknown_tools,
-            relaxed_parse_budget_chars=relaxed_parse_budget_chars,
-            small_call_chars=small_call_chars,
-            off_protocol_calls=off_protocol_calls,
-        )
-        return self._new_parser(tools, options)
+        """A fresh parser of one output; `on_error` hears of each text that is no call as-is."""
+        return self._new_parser(tools, options, on_error)
 
     @abstractmethod
-    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser: ...
+    def _new_parser(
+        self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None
+    ) -> StreamParser: ...
 
     def parse(
         self,
         text: str,
         tools: Sequence[ToolSpec],
         *,
+        options: ParserOptions = DEFAULT_PARSER_OPTIONS,
         on_error: OnError | None = None,
-        unknown_tools: UnknownTools = UnknownTools.CALL,
-        relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
-        off_protocol_calls: bool = True,
     ) -> list[Part]:
-        """The stream parser run once over a whole text (atomic mode)."""
-        parser = self.stream_parser(
-            tools,
-            on_error=on_error,
-            mode=ArgumentsMode.ATOMIC,
-            unknown_tools=unknown_tools,
-            relaxed_parse_budget_chars=relaxed_parse_budget_chars,
-            off_protocol_calls=off_protocol_calls,
-        )
+        """The stream parser run once over a whole text, in atomic mode whatever `options`
+        say (a call is sent whole, so `small_call_chars` has nothing to decide)."""
+        atomic = replace(options, mode=ArgumentsMode.ATOMIC)
+        parser = self.stream_parser(tools, options=atomic, on_error=on_error)
         return parser.feed(text) + parser.finish()
 
     def extract_tool_call_segments(self, text: str, tools: Sequence[ToolSpec]) -> list[Segment]:

@@ -88,7 +88,9 @@ def create_app(settings: Settings) -> FastAPI:
                 limits=limits,
             )
             store = await stack.enter_async_context(opened_store(settings, metrics))
-            app.state.context = ProxyContext(settings, upstream, router, metrics, debug)
+            app.state.context = ProxyContext(
+                settings, upstream, router, metrics, debug, settings.parser_options()
+            )
             app.state.response_store = store
             yield
 

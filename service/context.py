@@ -1,12 +1,14 @@
 """What every endpoint shares for the app's lifetime: settings, the upstream client, the
-model router, the metrics and the parser debug mode, plus the upstream headers a request
-gets."""
+model router, the metrics, the parser debug mode and the parser options, plus the upstream
+headers a request gets."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from starlette.requests import Request
+
+from protocols import ParserOptions
 
 from .observability import ParserDebug, ProxyMetrics
 from .settings import Settings
@@ -27,6 +29,7 @@ class ProxyContext:
     router: Router
     metrics: ProxyMetrics
     debug: ParserDebug | None  # None: DEBUG_PARSER_MW=off
+    parser_options: ParserOptions
 
     def headers_for(self, request: Request, target: Target, *, relay: bool) -> HeaderPairs:
         """The client's headers as the upstream should see them, with the right key."""

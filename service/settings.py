@@ -12,7 +12,13 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from protocols import SMALL_CALL_CHARS, ArgumentsMode, UnknownTools, protocol_names
+from protocols import (
+    SMALL_CALL_CHARS,
+    ArgumentsMode,
+    ParserOptions,
+    UnknownTools,
+    protocol_names,
+)
 
 from .observability import DebugMode, HighlightStyle, LogFormat, LogLevel
 
@@ -248,3 +254,13 @@ class Settings(BaseSettings):
     @property
     def effective_metrics_host(self) -> str:
         return self.metrics_host or self.proxy_host
+
+    def parser_options(self) -> ParserOptions:
+        """The parser options the settings give, built once when the app starts
+        (`ProxyContext.parser_options`) and handed whole to every parser."""
+        return ParserOptions(
+            mode=self.tool_arguments_streaming,
+            unknown_tools=self.unknown_tools,
+            small_call_chars=self.small_call_chars,
+            off_protocol_calls=self.off_protocol_calls,
+        )

@@ -10,7 +10,7 @@ from typing import Any
 from ..base import ParserOptions, Protocol, StreamParser
 from ..lenient.call_objects import CallObjectError, calls_in_json
 from ..lenient.json_text import json_text
-from ..parts import ErrorKind, ToolSpec
+from ..parts import ErrorKind, OnError, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
 from ..streaming.json_stream import JsonCallLexer
@@ -72,8 +72,10 @@ class JsonMixProtocol(Protocol):
         result = _json_in_tags({"name": name, "tool_call_id": call_id, "content": content})
         return f"{self.response_start}\n{result}\n{self.response_end}"
 
-    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser:
-        return _JsonMixParser(self, tools, options)
+    def _new_parser(
+        self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None
+    ) -> StreamParser:
+        return _JsonMixParser(self, tools, options, on_error)
 
 
 def _json_in_tags(value: Any) -> str:
@@ -91,9 +93,13 @@ class _JsonMixParser(TagStreamParser):
     _native_dialects = frozenset({"hermes"})
 
     def __init__(
-        self, protocol: JsonMixProtocol, tools: Sequence[ToolSpec], options: ParserOptions
+        self,
+        protocol: JsonMixProtocol,
+        tools: Sequence[ToolSpec],
+        options: ParserOptions,
+        on_error: OnError | None,
     ) -> None:
-        super().__init__(tools, options, open_tokens=(protocol.call_start,))
+        super().__init__(tools, options, on_error, open_tokens=(protocol.call_start,))
         self._start, self._end = protocol.call_start, protocol.call_end
         self._tag_chars |= frozenset(self._start[:1])
 

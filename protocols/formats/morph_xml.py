@@ -19,7 +19,7 @@ from ..lenient.coerce import coerce_by_schema
 from ..lenient.json_text import json_text
 from ..lenient.relaxed_xml import DuplicateStringTagError, arguments_are_complete, parse_xml_calls
 from ..lenient.xml_values import LIST_MEMBER, RelaxedXMLError, layout_trimmed
-from ..parts import ErrorKind, ToolSpec
+from ..parts import ErrorKind, OnError, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
 from ..streaming.tag_loop import HeldOpen, TagStreamParser, partial_token_start, unclosed_tag_start
@@ -71,8 +71,10 @@ class MorphXmlProtocol(Protocol):
             f"{content}\n</tool_result>"
         )
 
-    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser:
-        return _MorphXmlParser(tools, options)
+    def _new_parser(
+        self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None
+    ) -> StreamParser:
+        return _MorphXmlParser(tools, options, on_error)
 
 
 def _attribute(value: str) -> str:
@@ -170,8 +172,10 @@ class _MorphXmlParser(TagStreamParser):
     _longest_partial_open = MAX_ATTRIBUTES_CHARS + 1
     _follows_held = True
 
-    def __init__(self, tools: Sequence[ToolSpec], options: ParserOptions) -> None:
-        super().__init__(tools, options)
+    def __init__(
+        self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None
+    ) -> None:
+        super().__init__(tools, options, on_error)
         # Sorted, so that whether any name begins with a prefix is one binary search.
         self._names = sorted(self._ctx.tools)
         # Longer names tried first, so `<read_file>` is never taken for a tool named `read`.

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..base import ParserOptions, Protocol, StreamParser
 from ..lenient.json_text import json_text
-from ..parts import ToolSpec
+from ..parts import OnError, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import CallContext, CallScanner
 from ..streaming.dialect_forms import prefixes
@@ -111,8 +111,10 @@ class QwenCoderProtocol(Protocol):
         the call's name and id go on a first line of their own, before the content."""
         return f"{RESPONSE_START}\nResult of {name} ({call_id}):\n{content}\n{RESPONSE_END}"
 
-    def _new_parser(self, tools: Sequence[ToolSpec], options: ParserOptions) -> StreamParser:
-        return _QwenCoderParser(tools, options)
+    def _new_parser(
+        self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None
+    ) -> StreamParser:
+        return _QwenCoderParser(tools, options, on_error)
 
 
 def _value_text(value: Any) -> str:

@@ -14,6 +14,7 @@ from ..base import ParserOptions, StreamParser, UnknownTools
 from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
+    OnError,
     ParseError,
     Part,
     ThinkEnd,
@@ -97,14 +98,18 @@ class TagStreamParser(StreamParser):
     _longest_partial_open: int = 0
 
     def __init__(
-        self, tools: Sequence[ToolSpec], options: ParserOptions, open_tokens: Sequence[str] = ()
+        self,
+        tools: Sequence[ToolSpec],
+        options: ParserOptions,
+        on_error: OnError | None,
+        open_tokens: Sequence[str] = (),
     ) -> None:
         """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
         the text are held back by the loop itself (see `_partial_open_start`)."""
         self._ctx = CallContext(
             out=PartWriter(),
             tools=DeclaredTools(tools),
-            on_error=options.on_error or _ignore_error,
+            on_error=on_error or _ignore_error,
             mode=options.mode,
             unknown_tools=options.unknown_tools,
             relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),

@@ -170,9 +170,10 @@ class ChatExchange:
         tools = () if chat.choice is ChoiceMode.NONE else chat.tools
         observer, trace = self.observers(protocol, tools)
         parsing = OutputParsing.configured(
-            settings,
+            self._context.parser_options,
             protocol,
             tools,
+            think_as_reasoning=settings.think_as_reasoning,
             single_call=chat.single_call,
             observer=observer,
             trace=trace,

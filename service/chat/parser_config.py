@@ -1,24 +1,24 @@
 """How one request's model output is parsed: its protocol, its tools and the deployment's
-parser options, handing out fresh parsers and delta mappers per choice (traced when
-DEBUG_PARSER_MW is on). With no tools offered nothing is parsed: the text passes as written,
-through the same checks and the same mapping to deltas."""
+parser options (one `ParserOptions`, built once from the settings), handing out fresh
+parsers and delta mappers per choice (traced when DEBUG_PARSER_MW is on). With no tools
+offered nothing is parsed: the text passes as written, through the same checks and the same
+mapping to deltas."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from protocols import (
     ArgumentsMode,
+    ParserOptions,
     Part,
     Protocol,
     StreamParser,
     TextDelta,
     ToolSpec,
-    UnknownTools,
 )
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
-from ..settings import Settings
 from .chunks import DeltaMapper
 
 
@@ -44,10 +44,7 @@ class OutputParsing:
 
     protocol: Protocol
     tools: tuple[ToolSpec, ...]
-    arguments_mode: ArgumentsMode
-    unknown_tools: UnknownTools
-    small_call_chars: int
-    off_protocol_calls: bool
+    options: ParserOptions
     think_as_reasoning: bool
     single_call: bool
     observer: CompletionObserver
@@ -59,10 +56,11 @@ class OutputParsing:
     @classmethod
     def configured(
         cls,
-        settings: Settings,
+        options: ParserOptions,
         protocol: Protocol,
         tools: tuple[ToolSpec, ...],
         *,
+        think_as_reasoning: bool,
         single_call: bool,
         observer: CompletionObserver,
         trace: ParserTrace | None = None,
@@ -73,11 +71,8 @@ class OutputParsing:
             protocol=protocol,
             tools=tools,
             # A rescued call is sent whole after the upstream's own: nothing to stream early.
-            arguments_mode=ArgumentsMode.ATOMIC if native else settings.tool_arguments_streaming,
-            unknown_tools=settings.unknown_tools,
-            small_call_chars=settings.small_call_chars,
-            off_protocol_calls=settings.off_protocol_calls,
-            think_as_reasoning=settings.think_as_reasoning,
+            options=replace(options, mode=ArgumentsMode.ATOMIC) if native else options,
+            think_as_reasoning=think_as_reasoning,
             single_call=single_call,
             observer=observer,
             trace=trace,
@@ -89,12 +84,7 @@ class OutputParsing:
             parser: StreamParser = TextAsWritten()
         else:
             parser = self.protocol.stream_parser(
-                self.tools,
-                on_error=self.observer.parse_error,
-                mode=self.arguments_mode,
-                unknown_tools=self.unknown_tools,
-                small_call_chars=self.small_call_chars,
-                off_protocol_calls=self.off_protocol_calls,
+                self.tools, options=self.options, on_error=self.observer.parse_error
             )
         return parser if self.trace is None else self.trace.stream_parser(parser)
 
@@ -105,11 +95,7 @@ class OutputParsing:
             if not self.tools:
                 return TextAsWritten().feed(text)
             return self.protocol.parse(
-                text,
-                self.tools,
-                on_error=self.observer.parse_error,
-                unknown_tools=self.unknown_tools,
-                off_protocol_calls=self.off_protocol_calls,
+                text, self.tools, options=self.options, on_error=self.observer.parse_error
             )
 
         return parse_traced(self.trace, text, parse)

@@ -27,6 +27,7 @@ from parser_harness import (
 
 from protocols import (
     ArgumentsMode,
+    ParserOptions,
     TextDelta,
     ThinkEnd,
     ThinkStart,
@@ -412,7 +413,9 @@ def test_text_is_released_at_once_except_a_possible_open_tag(
     protocol: str, fed: str, released: str
 ) -> None:
     # An answer's start is held while it may be off-protocol call objects: tested apart.
-    parser = get_protocol(protocol).stream_parser(TOOLS, off_protocol_calls=False)
+    parser = get_protocol(protocol).stream_parser(
+        TOOLS, options=ParserOptions(off_protocol_calls=False)
+    )
     assert _text(parser.feed(fed)) == released
     assert _text(parser.finish()) == fed[len(released) :]
 

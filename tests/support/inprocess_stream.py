@@ -69,9 +69,10 @@ async def _events(
     chat = parse_chat_request(json.dumps(body).encode())
     record = RequestRecord(request_id="req-test", method="POST", path=CHAT_PATH, route="chat")
     parsing = OutputParsing.configured(
-        settings,
+        settings.parser_options(),
         get_protocol(protocol),
         chat.tools,
+        think_as_reasoning=settings.think_as_reasoning,
         single_call=chat.single_call,
         observer=CompletionObserver(protocol, ProxyMetrics(), record),
     )

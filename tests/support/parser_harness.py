@@ -23,6 +23,7 @@ from protocols import (
     ArgumentsMode,
     ErrorKind,
     ParseError,
+    ParserOptions,
     Part,
     Protocol,
     TextDelta,
@@ -208,13 +209,10 @@ def run(
     """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish.
     `small_call_chars=0` streams every call at once (as a large one streams)."""
     errors: list[ParseError] = []
-    parser = protocol_of(protocol).stream_parser(
-        tools,
-        on_error=errors.append,
-        mode=mode,
-        unknown_tools=unknown_tools,
-        small_call_chars=small_call_chars,
+    options = ParserOptions(
+        mode=mode, unknown_tools=unknown_tools, small_call_chars=small_call_chars
     )
+    parser = protocol_of(protocol).stream_parser(tools, options=options, on_error=errors.append)
     batches = [parser.feed(piece) for piece in split(text, chunks)]
     batches.append(parser.finish())
     parts = [part for batch in batches for part in batch]

@@ -25,6 +25,7 @@ from protocols import (
     ArgumentsMode,
     ErrorKind,
     ParseError,
+    ParserOptions,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -514,9 +515,8 @@ def test_relaxed_calls_past_the_response_budget_stay_text(mode: ArgumentsMode) -
     # Each body is read strictly first; the relaxed one then once more, relaxed.
     fits_one_relaxed = 2 * _strict_charge(body_chars) + body_chars + _strict_charge(strict_chars)
     errors: list[ParseError] = []
-    parser = get_protocol(JSON_MIX).stream_parser(
-        TOOLS, on_error=errors.append, mode=mode, relaxed_parse_budget_chars=fits_one_relaxed
-    )
+    options = ParserOptions(mode=mode, relaxed_parse_budget_chars=fits_one_relaxed)
+    parser = get_protocol(JSON_MIX).stream_parser(TOOLS, options=options, on_error=errors.append)
     parts = parser.feed(relaxed + CALL + relaxed) + parser.finish()
     calls = [(part.name, part.input) for part in parts if isinstance(part, ToolCall)]
     assert calls == [WEATHER, WEATHER]

@@ -29,6 +29,7 @@ from protocols import (
     ArgumentsMode,
     ErrorKind,
     ParseError,
+    ParserOptions,
     TextDelta,
     ToolCall,
     ToolCallStart,
@@ -851,7 +852,9 @@ def test_a_long_unfinished_open_tag_costs_each_delta_its_own_length(
 ) -> None:
     # Held back and searched again whole on every delta: 60 KB fed one character at a time
     # cost 10-12 s, ~4,096 characters read per delta.
-    parser = get_protocol(MORPH_XML).stream_parser(TOOLS, off_protocol_calls=False)
+    parser = get_protocol(MORPH_XML).stream_parser(
+        TOOLS, options=ParserOptions(off_protocol_calls=False)
+    )
     read = _count_pattern_reads(monkeypatch, parser)
     source = opening + "a = b " * 10_000
     parts = [part for char in source for part in parser.feed(char)] + parser.finish()

@@ -9,7 +9,7 @@ from unittest.mock import Mock
 import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
-from protocols import ArgumentsMode, Part, TextDelta, get_protocol
+from protocols import ArgumentsMode, ParserOptions, Part, TextDelta, get_protocol
 from protocols.parts import ToolSpec
 from protocols.streaming import off_protocol
 from protocols.streaming.off_protocol import MAX_ANSWER_HEAD_CHARS
@@ -100,7 +100,9 @@ def test_a_call_object_longer_than_the_answer_head_is_a_call(protocol: str, chun
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 def test_the_setting_turns_it_off(protocol: str) -> None:
     tools = [ToolSpec("get_weather")]
-    parts = get_protocol(protocol).parse(OBJECT, tools, off_protocol_calls=False)
+    parts = get_protocol(protocol).parse(
+        OBJECT, tools, options=ParserOptions(off_protocol_calls=False)
+    )
     assert "".join(part.text for part in parts if isinstance(part, TextDelta)) == OBJECT
 
 

@@ -127,6 +127,25 @@ def test_call_to_an_undeclared_tool_follows_the_unknown_tools_setting(
     assert (completion.calls, completion.content) == (calls, content)
 
 
+@pytest.mark.parametrize(("off_protocol_calls", "calls"), [(True, [PARIS_WEATHER]), (False, [])])
+def test_an_answer_that_is_only_a_call_object_follows_the_off_protocol_calls_setting(
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    stream: bool,
+    off_protocol_calls: bool,
+    calls: list[tuple[str, object]],
+) -> None:
+    """A small model's bare call object, off the protocol's format: a call, or (turned off)
+    the text it is."""
+    answer = json.dumps({"name": PARIS_WEATHER[0], "arguments": PARIS_WEATHER[1]})
+    proxy = start_proxy(off_protocol_calls=off_protocol_calls)
+    upstream.script(Reply(answer))
+
+    completion = proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
+
+    assert (completion.calls, completion.content) == (calls, "" if calls else answer)
+
+
 def test_call_cut_off_by_the_length_limit_finishes_with_length(
     upstream: ScriptedUpstream, proxy: Proxy
 ) -> None:
