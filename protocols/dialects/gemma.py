@@ -22,7 +22,7 @@ from ..streaming.dialect_forms import (
     open_form,
     resolve_tool_name,
 )
-from ..streaming.tag_loop import partial_token_start
+from ..streaming.marker_scan import partial_token_start
 
 FENCE = "```"
 

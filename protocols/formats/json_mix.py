@@ -14,7 +14,8 @@ from ..parts import ErrorKind, OnError, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
 from ..streaming.json_stream import JsonCallLexer
-from ..streaming.tag_loop import TagStreamParser, partial_token_start, unclosed_tag_start
+from ..streaming.marker_scan import partial_token_start, unclosed_tag_start
+from ..streaming.tag_loop import TagStreamParser
 from .prompting import SeveralCalls, tools_prompt
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).

@@ -22,7 +22,8 @@ from ..lenient.xml_values import LIST_MEMBER, RelaxedXMLError, layout_trimmed
 from ..parts import ErrorKind, OnError, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
-from ..streaming.tag_loop import HeldOpen, TagStreamParser, partial_token_start, unclosed_tag_start
+from ..streaming.marker_scan import partial_token_start, unclosed_tag_start
+from ..streaming.tag_loop import HeldOpen, TagStreamParser
 from ..streaming.trie_pattern import names_pattern
 from ..streaming.xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
 from .prompting import tools_prompt

@@ -28,7 +28,7 @@ from ..lenient.xml_values import ValueLayout
 from ..parts import ErrorKind
 from .commit_policy import ArgumentSender, CallContext, CallScanner
 from .json_stream import canonical_string
-from .tag_loop import partial_token_start
+from .marker_scan import partial_token_start
 
 # Models put a line break (or a few) between `</function>` and `</tool_call>`; a longer gap
 # means the two tags do not belong together.

@@ -2,13 +2,15 @@
 in it, or, at its end, the beginning of a token still being written (a marker, a think tag,
 a protocol's literal open tag), which must be held back. One search costs what the search
 for one token did: its alternatives begin with distinct characters, so the regex engine
-skips to the few that can begin any."""
+skips to the few that can begin any. The call scanners hold back the ends of their own
+tokens with the two smaller searches below it (`partial_token_start`,
+`unclosed_tag_start`)."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from .trie_pattern import names_pattern
 
@@ -44,3 +46,25 @@ class MarkerScan:
 @functools.lru_cache(maxsize=128)
 def marker_scan(markers: frozenset[str], tokens: frozenset[str]) -> MarkerScan:
     return MarkerScan(markers, tokens)
+
+
+def partial_token_start(text: str, tokens: Sequence[str]) -> int:
+    """Where a suffix of `text` that could still grow into one of `tokens` begins
+    (len(text) when there is none). Only that suffix has to be held back."""
+    start = len(text)
+    for token in tokens:
+        # A partial token is shorter than the token and begins with its first character.
+        index = text.find(token[0], max(0, len(text) - len(token) + 1))
+        while index != -1 and index < start:
+            if token.startswith(text[index:]):
+                start = index
+                break
+            index = text.find(token[0], index + 1)
+    return start
+
+
+def unclosed_tag_start(text: str, window: int, start: int = 0) -> int:
+    """Where the last `<` of `text[start:]` begins if no `>` follows it yet and it lies within
+    the last `window` characters (a longer run is prose, not a tag); else len(text)."""
+    bracket = text.rfind("<", max(start, len(text) - window))
+    return bracket if bracket != -1 and ">" not in text[bracket:] else len(text)

@@ -33,29 +33,6 @@ from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer
 from .part_writer import PartWriter
 
-
-def partial_token_start(text: str, tokens: Sequence[str]) -> int:
-    """Where a suffix of `text` that could still grow into one of `tokens` begins
-    (len(text) when there is none). Only that suffix has to be held back."""
-    start = len(text)
-    for token in tokens:
-        # A partial token is shorter than the token and begins with its first character.
-        index = text.find(token[0], max(0, len(text) - len(token) + 1))
-        while index != -1 and index < start:
-            if token.startswith(text[index:]):
-                start = index
-                break
-            index = text.find(token[0], index + 1)
-    return start
-
-
-def unclosed_tag_start(text: str, window: int, start: int = 0) -> int:
-    """Where the last `<` of `text[start:]` begins if no `>` follows it yet and it lies within
-    the last `window` characters (a longer run is prose, not a tag); else len(text)."""
-    bracket = text.rfind("<", max(start, len(text) - window))
-    return bracket if bracket != -1 and ">" not in text[bracket:] else len(text)
-
-
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 

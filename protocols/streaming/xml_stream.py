@@ -13,7 +13,7 @@ from ..lenient.json_text import json_text
 from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.xml_values import RelaxedXMLError, ValueLayout, parse_xml_value
 from .json_stream import canonical_string
-from .tag_loop import partial_token_start, unclosed_tag_start
+from .marker_scan import partial_token_start, unclosed_tag_start
 
 # Attributes models put on a tool's tag (`<search id="1">`) are short; a `<name` followed by
 # more than this without `>` is prose, and holding it back longer would stall the text.
