@@ -115,3 +115,40 @@ def test_every_part_of_service_has_a_layer() -> None:
     parts = {part_of(module_name(path)) for path in SERVICE.rglob("*.py")} - {None}
 
     assert parts == set(RANK)
+
+
+def import_cycle(modules: dict[str, list[str]]) -> list[str]:
+    """A path of imports that comes back to where it started, or [] when there is none."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return []
+        for target in modules.get(module, ()):
+            if cycle := visit(target, [*path, module]):
+                return cycle
+        done.add(module)
+        return []
+
+    for module in modules:
+        if cycle := visit(module, []):
+            return cycle
+    return []
+
+
+def test_no_module_of_service_imports_itself_through_others() -> None:
+    modules = {}
+    for path in sorted(SERVICE.rglob("*.py")):
+        module = module_name(path)
+        imported = imported_modules(module, path.read_text(), is_package=path.name == "__init__.py")
+        modules[module] = [target for _, target in imported if target.startswith("service.")]
+
+    assert import_cycle(modules) == []
+
+
+def test_an_import_cycle_is_named() -> None:
+    modules = {"a": ["b"], "b": ["c"], "c": ["a"], "d": []}
+
+    assert import_cycle(modules) == ["a", "b", "c", "a"]
