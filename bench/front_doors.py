@@ -5,8 +5,8 @@ request for each door, and each door's ratio to chat's.
 
     python bench/front_doors.py [--rounds 5] [--repeat 40] [--chunks 200]
 
-The doors go in rounds, each in turn within a round, so a slower spell of a shared machine
-falls on all three; each row shows the median over rounds and the median of the rounds' own
+The doors take turns request by request, so a slower spell of a shared machine falls on all
+three; each row shows the median over rounds and the median of the rounds' own
 ratios. A stream counts only if it ended as its API ends a whole answer (`[DONE]`,
 `response.completed`, `message_stop`) and held the call: a door that fails cannot look fast.
 """
@@ -98,13 +98,18 @@ async def streamed(client: httpx.AsyncClient, door: Door) -> None:
         raise RuntimeError(f"{door.name} answered {response.status_code}: {body[-300:]!r}")
 
 
-async def cpu_per_stream(proxy: Server, door: Door, repeat: int) -> float:
-    """The proxy's CPU milliseconds per streamed request through `door`, one at a time."""
+async def one_round(proxy: Server, front_doors: list[Door], repeat: int) -> dict[str, float]:
+    """The proxy's CPU milliseconds per streamed request through each door: `repeat` times
+    one request through each door in turn, one at a time, each request's CPU read on its own
+    so that a slower spell of the machine falls on every door alike."""
+    cpu = dict.fromkeys((door.name for door in front_doors), 0.0)
     async with httpx.AsyncClient(base_url=proxy.url, timeout=60) as client:
-        before = proxy.cpu_seconds()
         for _ in range(repeat):
-            await streamed(client, door)
-        return (proxy.cpu_seconds() - before) / repeat * 1e3
+            for door in front_doors:
+                before = proxy.cpu_seconds()
+                await streamed(client, door)
+                cpu[door.name] += proxy.cpu_seconds() - before
+    return {name: seconds / repeat * 1e3 for name, seconds in cpu.items()}
 
 
 async def warm_up(proxy: Server, door: Door) -> None:
@@ -138,15 +143,12 @@ def main() -> None:
             for door in front_doors:
                 asyncio.run(warm_up(proxy, door))
             rounds = [
-                {
-                    door.name: asyncio.run(cpu_per_stream(proxy, door, args.repeat))
-                    for door in front_doors
-                }
-                for _ in range(args.rounds)
+                asyncio.run(one_round(proxy, front_doors, args.repeat)) for _ in range(args.rounds)
             ]
             counted = requests_counted(proxy.url)
     print(
-        f"{args.rounds} rounds of {args.repeat} streams per door, one at a time; each stream "
+        f"{args.rounds} rounds of {args.repeat} streams per door, one at a time, the doors in "
+        f"turn; each stream "
         f"{args.chunks} chunks of prose, then a sentence and one tool call"
     )
     print(f"{'front door':<18} {'proxy CPU ms per stream':>24} {'vs chat':>8}  ratio per round")
