@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from ..chat import DeltaAssembler, Event
-from ..wire import anthropic_error_of
+from .errors import anthropic_error_of
 from .tokens import tokens_in_text
 
 Block = dict[str, Any]
