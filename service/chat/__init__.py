@@ -11,9 +11,6 @@ from .completions import (
     traced_event_response,
     traced_json_response,
 )
-from .hosted_tools import check_hosted_tool
-from .request import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
-from .rewrite import FORCED_CHOICES, rewrite_request
 from .translation import (
     AnswerAssembler,
     DeltaAssembler,
@@ -25,25 +22,17 @@ from .translation import (
 
 __all__ = [
     "CONTENT",
-    "FORCED_CHOICES",
     "REASONING",
     "AnswerAssembler",
     "ChatAnswer",
     "ChatExchange",
-    "ChatRequest",
     "Delta",
     "DeltaAssembler",
     "Event",
     "Translation",
     "assembled_events",
-    "check_hosted_tool",
-    "checked_chat_request",
-    "content_text",
     "create_completion",
-    "decoded_body",
-    "invalid",
     "named_event",
-    "rewrite_request",
     "traced_event_response",
     "traced_json_response",
 ]

@@ -13,6 +13,15 @@ from starlette.responses import Response
 from protocols import Protocol, ToolSpec
 
 from ..context import ProxyContext
+from ..exchange import (
+    FORCED_CHOICES,
+    ChatRequest,
+    ChoiceMode,
+    content_text,
+    needs_rewrite,
+    parse_chat_request,
+    rewrite_request,
+)
 from ..observability import (
     NO_PROTOCOL,
     CompletionObserver,
@@ -41,8 +50,6 @@ from ..wire import (
 from .chunks import MessageBuilder, finish_reason
 from .forced_answer import ForcedCall, forced_call_completion, forced_call_events
 from .parser_config import OutputParsing
-from .request import ChatRequest, ChoiceMode, content_text, parse_chat_request
-from .rewrite import FORCED_CHOICES, needs_rewrite, rewrite_request
 from .stream import stream_completion
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;

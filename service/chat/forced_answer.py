@@ -23,12 +23,11 @@ from protocols import (
     render_forced_call_correction,
 )
 
+from ..exchange import ChatRequest, content_text, offered_tools
 from ..observability import CompletionObserver, ParserTrace, parse_traced
 from ..upstream import checked_envelope
 from ..wire import DONE_EVENT, EventStream, data_event
 from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder, finish_reason
-from .request import ChatRequest, content_text
-from .rewrite import offered_tools
 
 TEXT_ID = "text"
 # Usage fields that add up over the answers one forced call took.

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from protocols import Protocol as ToolProtocol
 
 from ..context import ProxyContext
+from ..exchange import ChatRequest, count_dropped_tools
 from ..observability import request_record
 from ..settings import Settings
 from ..upstream import REASONING_KEYS, matched_stop
@@ -35,8 +36,6 @@ from ..wire import (
 )
 from .chunks import CONTENT, REASONING, STOP, Delta
 from .completions import ChatExchange, traced_event_response, traced_json_response
-from .hosted_tools import count_dropped_tools
-from .request import ChatRequest
 
 Event = dict[str, Any]  # one event of the endpoint's own API
 

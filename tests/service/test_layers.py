@@ -17,6 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("settings",),
     ("upstream",),
     ("context",),
+    ("exchange",),
     ("passthrough", "chat"),
     ("responses", "messages"),
     ("auth", "server_limits", "demo_upstream"),

@@ -20,8 +20,8 @@ from upstream_server import Reply, event_stream
 
 from protocols import get_protocol
 from service.chat.parser_config import OutputParsing
-from service.chat.request import parse_chat_request
 from service.chat.stream import stream_completion
+from service.exchange.request import parse_chat_request
 from service.observability.metrics import ProxyMetrics, UpstreamFailure
 from service.observability.observer import CompletionObserver
 from service.observability.request_record import RequestRecord
