@@ -38,10 +38,14 @@ A front door in full (a writer of plain text, streamed one line per delta):
         chat = checked_chat_request(plain_request_as_chat(await request.body()))
         exchange = ChatExchange(request, context, chat)
         return await respond(await exchange.answered(), PlainWriter(), context.settings)
-"""
+
+An API that streams named JSON events (the Responses API, Anthropic's Messages API) writes
+its events by subclassing `EventWriter`."""
 
 from __future__ import annotations
 
+from .engine import Answer, ChatExchange
+from .event_writer import ApiEvent, EventWriter, named_event
 from .events import (
     AnswerEnd,
     AnswerStart,
@@ -67,15 +71,19 @@ from .request import (
     invalid,
     parse_chat_request,
 )
+from .respond import respond, written_stream
 from .rewrite import FORCED_CHOICES, needs_rewrite, offered_tools, rewrite_request
 
 __all__ = [
     "FORCED_CHOICES",
+    "Answer",
     "AnswerEnd",
     "AnswerStart",
+    "ApiEvent",
     "CallDelta",
     "CallKind",
     "CallStart",
+    "ChatExchange",
     "ChatRequest",
     "ChoiceEnd",
     "ChoiceMode",
@@ -83,6 +91,7 @@ __all__ = [
     "ContentDelta",
     "Delta",
     "Event",
+    "EventWriter",
     "Failure",
     "ReasoningDelta",
     "Writer",
@@ -92,8 +101,11 @@ __all__ = [
     "count_dropped_tools",
     "decoded_body",
     "invalid",
+    "named_event",
     "needs_rewrite",
     "offered_tools",
     "parse_chat_request",
+    "respond",
     "rewrite_request",
+    "written_stream",
 ]

@@ -18,8 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("upstream",),
     ("context",),
     ("exchange",),
-    ("passthrough", "chat"),
-    ("responses", "messages"),
+    ("passthrough", "chat", "responses", "messages"),
     ("auth", "server_limits", "demo_upstream"),
     ("app",),
     ("__main__",),
@@ -109,6 +108,14 @@ def test_parts_of_one_layer_do_not_import_each_other() -> None:
 
     assert violations("service.chat.completions", planted.replace(".", "..", 1)) == [
         "service.chat.completions:1 imports service.passthrough: passthrough is not below chat"
+    ]
+
+
+def test_a_front_door_does_not_import_another() -> None:
+    planted = "from ..chat import create_completion\n"
+
+    assert violations("service.responses.api", planted) == [
+        "service.responses.api:1 imports service.chat: chat is not below responses"
     ]
 
 
