@@ -16,7 +16,7 @@ from protocols import get_protocol
 from .auth import ClientKeys
 from .chat import create_completion
 from .context import ProxyContext
-from .messages import count_tokens, create_message
+from .messages import MESSAGES_PATH, anthropic_error_of, count_tokens, create_message
 from .observability import (
     ParserDebug,
     ProxyMetrics,
@@ -29,7 +29,7 @@ from .responses import ResponseStore, create_response, opened_store
 from .server_limits import InFlightLimit
 from .settings import DEMO_MOUNT_PATH, Settings
 from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
-from .wire import UPSTREAM_ERROR, error_body, install_error_handlers, json_response
+from .wire import UPSTREAM_ERROR, ErrorShapes, error_body, install_error_handlers, json_response
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # Answered however busy the worker is (SERVER_MAX_CONCURRENCY does not apply to them): a
@@ -97,9 +97,13 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(
         title="toolcall-proxy", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
-    install_error_handlers(app)
+    # Anthropic's clients read errors in Anthropic's shape, under every path of its API.
+    shapes = ErrorShapes({MESSAGES_PATH: anthropic_error_of})
+    install_error_handlers(app, shapes)
     if settings.server_max_concurrency is not None:  # added first: telemetry sees its 503s
-        app.add_middleware(InFlightLimit, limit=settings.server_max_concurrency, exempt=PROBE_PATHS)
+        app.add_middleware(
+            InFlightLimit, limit=settings.server_max_concurrency, exempt=PROBE_PATHS, shapes=shapes
+        )
     app.add_middleware(
         RequestTelemetry,
         metrics=metrics,
@@ -118,11 +122,11 @@ def create_app(settings: Settings) -> FastAPI:
     async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
         return await create_response(request, _context(request), _store(request), owner)
 
-    @app.post("/v1/messages", dependencies=client_key)
+    @app.post(MESSAGES_PATH, dependencies=client_key)
     async def messages(request: Request) -> Response:
         return await create_message(request, _context(request))
 
-    @app.post("/v1/messages/count_tokens", dependencies=client_key)
+    @app.post(f"{MESSAGES_PATH}/count_tokens", dependencies=client_key)
     async def messages_count_tokens(request: Request) -> Response:
         return await count_tokens(request, _context(request))
 

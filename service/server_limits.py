@@ -6,7 +6,7 @@ memory with a header that never ends; its own concurrency cap counts open connec
 so idle ones would refuse every request, health probes included.
 
     uvicorn.run(app, **server_options(settings))  # every worker reads the settings itself
-    app.add_middleware(InFlightLimit, limit=8, exempt=frozenset({"/healthz"}))
+    app.add_middleware(InFlightLimit, limit=8, exempt=frozenset({"/healthz"}), shapes=shapes)
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from .wire import (
     INVALID_REQUEST,
     JSON_MEDIA_TYPE,
     SERVER_ERROR,
+    ErrorShapes,
     error_body,
     json_bytes,
-    shaped_error,
 )
 
 # A place frees whenever any request in flight ends; the OpenAI SDKs wait this long (they
@@ -76,9 +76,9 @@ BUSY_BODY = error_body(
 )
 
 
-def busy(path: str) -> Response:
+def busy(path: str, shapes: ErrorShapes) -> Response:
     return Response(
-        json_bytes(shaped_error(path, BUSY_BODY, 503)),
+        json_bytes(shapes.shaped(path, BUSY_BODY, 503)),
         status_code=503,
         headers={"retry-after": str(RETRY_AFTER_SECONDS)},
         media_type=JSON_MEDIA_TYPE,
@@ -170,22 +170,25 @@ def server_options(settings: Settings) -> dict[str, Any]:
 
 class InFlightLimit:
     """ASGI middleware: at most `limit` requests in flight in this worker (from the head
-    read to the answer's last byte); beyond it, 503 in OpenAI's error shape with
+    read to the answer's last byte); beyond it, 503 in the path's error shape with
     Retry-After, at once. Idle connections take no place. A path in `exempt` (the health
     probes) is neither counted nor refused: a liveness probe that got 503 from a busy worker
     would have it restarted."""
 
-    def __init__(self, app: ASGIApp, *, limit: int, exempt: frozenset[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, limit: int, exempt: frozenset[str], shapes: ErrorShapes
+    ) -> None:
         self._app = app
         self._limit = limit
         self._exempt = exempt
+        self._shapes = shapes
         self._in_flight = 0  # one event loop per worker: no lock needed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self._exempt:
             await self._app(scope, receive, send)
         elif self._in_flight >= self._limit:
-            await busy(scope["path"])(scope, receive, send)
+            await busy(scope["path"], self._shapes)(scope, receive, send)
         else:
             self._in_flight += 1
             try:

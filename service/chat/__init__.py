@@ -1,49 +1,9 @@
-"""`POST /v1/chat/completions`: the client's request decoded and checked, rewritten into a
-tools-free upstream request, and answered streaming, whole, or as one forced call."""
+"""`POST /v1/chat/completions`, the chat front door: the client's request decoded and checked,
+relayed when the proxy has nothing to do, else answered by the engine (`exchange`) and its
+events written as chat completion chunks or as one completion (`writer.py`)."""
 
 from __future__ import annotations
 
-from .chunks import CONTENT, REASONING, Delta
-from .completions import (
-    ChatAnswer,
-    ChatExchange,
-    create_completion,
-    traced_event_response,
-    traced_json_response,
-)
-from .hosted_tools import check_hosted_tool
-from .request import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
-from .rewrite import FORCED_CHOICES, rewrite_request
-from .translation import (
-    AnswerAssembler,
-    DeltaAssembler,
-    Event,
-    Translation,
-    assembled_events,
-    named_event,
-)
+from .completions import create_completion
 
-__all__ = [
-    "CONTENT",
-    "FORCED_CHOICES",
-    "REASONING",
-    "AnswerAssembler",
-    "ChatAnswer",
-    "ChatExchange",
-    "ChatRequest",
-    "Delta",
-    "DeltaAssembler",
-    "Event",
-    "Translation",
-    "assembled_events",
-    "check_hosted_tool",
-    "checked_chat_request",
-    "content_text",
-    "create_completion",
-    "decoded_body",
-    "invalid",
-    "named_event",
-    "rewrite_request",
-    "traced_event_response",
-    "traced_json_response",
-]
+__all__ = ["create_completion"]

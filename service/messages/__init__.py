@@ -4,5 +4,6 @@ translated onto the chat machinery, for Claude Code and the Anthropic SDKs."""
 from __future__ import annotations
 
 from .api import count_tokens, create_message
+from .errors import MESSAGES_PATH, anthropic_error_of
 
-__all__ = ["count_tokens", "create_message"]
+__all__ = ["MESSAGES_PATH", "anthropic_error_of", "count_tokens", "create_message"]

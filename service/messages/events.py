@@ -1,5 +1,5 @@
-"""The proxy's chat answer seen as a Messages-API answer: chat deltas (content, reasoning,
-tool-call starts and argument fragments) become content blocks (`text`, `thinking`,
+"""The engine's answer written as a Messages-API answer: its deltas (content, reasoning, a
+call's start and more of its arguments) become content blocks (`text`, `thinking`,
 `tool_use`) and the Messages event stream; the same object holds the whole `message` for a
 non-streaming answer, so both are built one way."""
 
@@ -8,10 +8,11 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from ..chat import DeltaAssembler, Event
-from ..wire import anthropic_error_of
+from ..exchange import ApiEvent, CallStart, EventWriter
+from .errors import anthropic_error_of
 from .tokens import tokens_in_text
 
 Block = dict[str, Any]
@@ -33,13 +34,13 @@ def tool_use_id(call_id: str) -> str:
     return TOOL_USE_ID_PREFIX + call_id.removeprefix(CALL_ID_PREFIX)
 
 
-class MessageAssembler(DeltaAssembler):
+class MessageWriter(EventWriter):
     """One message's content blocks, grown delta by delta; each step returns its events.
 
-    >>> assembler = MessageAssembler(model="m", thinking=False, input_estimate=12)
-    >>> assembler.start()  # message_start, ping
-    >>> assembler.delta({"content": "Hi"})  # content_block_start, content_block_delta
-    >>> assembler.finish("stop", usage)  # content_block_stop, message_delta, message_stop
+    >>> writer = MessageWriter(model="m", thinking=False, input_estimate=12, stream=True)
+    >>> writer.write(AnswerStart({}))  # message_start, ping
+    >>> writer.write(ContentDelta("Hi"))  # content_block_start, content_block_delta
+    >>> writer.write(ChoiceEnd("stop")), writer.write(AnswerEnd(usage))  # ..., message_stop
     """
 
     def __init__(
@@ -48,8 +49,10 @@ class MessageAssembler(DeltaAssembler):
         model: str,
         thinking: bool,
         input_estimate: int,
+        stream: bool,
         stop_sequences: tuple[str, ...] = (),
     ) -> None:
+        super().__init__(stream=stream)
         self.content: list[Block] = []
         self._stop_sequences = stop_sequences
         self._thinking = thinking  # reasoning becomes thinking blocks; else it is left out
@@ -73,19 +76,22 @@ class MessageAssembler(DeltaAssembler):
     def message(self) -> dict[str, Any]:
         return self._message
 
-    def start(self) -> list[Event]:
+    def whole(self) -> dict[str, Any]:
+        return self._message
+
+    def start(self) -> list[ApiEvent]:
         started = {**self._message, "content": [], "usage": dict(self._message["usage"])}
         return [{"type": "message_start", "message": started}, {"type": "ping"}]
 
-    def reasoning_delta(self, text: str) -> list[Event]:
+    def reasoning_delta(self, text: str) -> list[ApiEvent]:
         return self._text("thinking", text) if self._thinking else []
 
-    def content_delta(self, text: str) -> list[Event]:
+    def content_delta(self, text: str) -> list[ApiEvent]:
         return self._text("text", text)
 
     def finish(
-        self, finish_reason: str | None, usage: Any, matched_stop: str | None = None
-    ) -> list[Event]:
+        self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
+    ) -> list[ApiEvent]:
         """Every block stopped, the stop reason and usage said, the message stopped. A text
         the upstream says one of the request's stop sequences ended is `stop_sequence`."""
         events = self._close()
@@ -107,12 +113,12 @@ class MessageAssembler(DeltaAssembler):
             {"type": "message_stop"},
         ]
 
-    def fail(self, error: dict[str, Any]) -> list[Event]:
+    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
         """Anthropic ends a stream that fails with one `error` event."""
         self._settle()
         return [anthropic_error_of(error)]
 
-    def _text(self, kind: str, text: str) -> list[Event]:
+    def _text(self, kind: str, text: str) -> list[ApiEvent]:
         events = [] if self._is_open(kind) else self._open_block({"type": kind, kind: ""})
         index = self._open
         assert index is not None
@@ -121,23 +127,21 @@ class MessageAssembler(DeltaAssembler):
         delta = {"type": DELTAS[kind], kind: text}
         return [*events, {"type": "content_block_delta", "index": index, "delta": delta}]
 
-    def call_delta(self, fragment: dict[str, Any]) -> list[Event]:
-        """A chat call's start or more of its arguments (a JSON text, in fragments)."""
-        function = fragment.get("function") or {}
-        events: list[Event] = []
-        if "id" in fragment:  # a call starts
-            block = {"type": "tool_use", "id": tool_use_id(fragment["id"])}
-            events += self._open_block({**block, "name": function.get("name"), "input": {}})
-            self._calls[fragment["index"]] = len(self.content) - 1
-        if text := function.get("arguments"):
-            index = self._calls[fragment["index"]]
-            self._texts[index].write(text)  # the model never interleaves calls; if it did, the
-            self._output_chars += len(text)  # fragment still lands in its own block
-            delta = {"type": "input_json_delta", "partial_json": text}
-            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+    def call_start(self, call: CallStart) -> list[ApiEvent]:
+        block = {"type": "tool_use", "id": tool_use_id(call.call_id), "name": call.name}
+        events = self._open_block({**block, "input": {}})
+        self._calls[call.index] = len(self.content) - 1
         return events
 
-    def _open_block(self, block: Block) -> list[Event]:
+    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
+        """More of a call's arguments (a JSON text, in fragments)."""
+        block = self._calls[index]
+        self._texts[block].write(text)  # the model never interleaves calls; if it did, the
+        self._output_chars += len(text)  # fragment still lands in its own block
+        delta = {"type": "input_json_delta", "partial_json": text}
+        return [{"type": "content_block_delta", "index": block, "delta": delta}]
+
+    def _open_block(self, block: Block) -> list[ApiEvent]:
         events = self._close()
         if block["type"] == "thinking":
             block["signature"] = ""  # nothing to verify: a text model signs nothing
@@ -150,7 +154,7 @@ class MessageAssembler(DeltaAssembler):
     def _is_open(self, kind: str) -> bool:
         return self._open is not None and self.content[self._open]["type"] == kind
 
-    def _close(self) -> list[Event]:
+    def _close(self) -> list[ApiEvent]:
         index, self._open = self._open, None
         return [] if index is None else [{"type": "content_block_stop", "index": index}]
 
@@ -162,10 +166,10 @@ class MessageAssembler(DeltaAssembler):
             else:
                 block[block["type"]] = text.getvalue()
 
-    def _usage(self, usage: Any) -> dict[str, Any]:
+    def _usage(self, usage: Mapping[str, Any] | None) -> dict[str, Any]:
         """The upstream's usage in Anthropic's names (its input excludes cached tokens); an
         estimate when the upstream reported none."""
-        if not isinstance(usage, dict):
+        if usage is None:
             output = tokens_in_text(self._output_chars)
             return {"input_tokens": self._input_estimate, "output_tokens": output}
         prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0

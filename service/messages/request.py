@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..chat import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
+from ..exchange import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
 from ..settings import HostedTools
 from ..wire import json_bytes
 from .tools import chat_tool_choice, messages_tools

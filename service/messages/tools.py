@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chat import check_hosted_tool, invalid
+from ..exchange import check_hosted_tool, invalid
 from ..settings import HostedTools
 
 CUSTOM = "custom"

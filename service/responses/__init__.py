@@ -5,6 +5,7 @@ and the store of earlier responses that `previous_response_id` and `item_referen
 from __future__ import annotations
 
 from .api import create_response
-from .store import ResponseStore, opened_store
+from .store import ResponseStore
+from .store_setup import opened_store
 
 __all__ = ["ResponseStore", "create_response", "opened_store"]

@@ -1,19 +1,18 @@
-"""`POST /v1/responses`: the Responses API served on the chat-completions machinery. The body
-becomes a chat request, the chat exchange answers it (rendering, parsing, forced calls, metrics
-and trace as for chat completions), and its answer is translated into a `response` or the
-Responses event stream. The upstream only ever sees chat completions."""
+"""`POST /v1/responses`: the Responses API as a front door of the engine. The body becomes the
+engine's chat request, the engine answers it (rendering, parsing, forced calls, metrics and
+trace as for chat completions), and its events are written as a `response` or the Responses
+event stream, which is kept in the store once it ended well. The upstream only ever sees
+chat completions."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..chat import Translation, assembled_events, named_event
 from ..context import ProxyContext
-from ..wire import EventStream, read_limited
-from .events import ResponseAssembler
+from ..exchange import ChatExchange, respond
+from ..wire import read_limited
+from .events import ResponseWriter
 from .request import parse_responses_request
 from .store import ResponseStore
 
@@ -25,27 +24,17 @@ async def create_response(
     limit = context.settings.max_request_bytes
     raw = await read_limited(request, limit)
     asked = await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)
-    translation = Translation.of(
+    exchange = ChatExchange(
         request, context, asked.chat, dropped=asked.tools.dropped, held_whole=True
     )
-    model = translation.exchange.model_name()
-    assembler = ResponseAssembler(asked.body, model=model, tools=asked.tools)
+    writer = ResponseWriter(
+        asked.body, model=exchange.model_name(), stream=asked.chat.stream, tools=asked.tools
+    )
 
     async def stored() -> None:
         if asked.store:
-            conversation = (*asked.inputs, *assembler.output)
-            indexed = (*asked.referenced, *assembler.output)
-            await store.put(owner, assembler.response["id"], conversation, indexed)
+            conversation = (*asked.inputs, *writer.output)
+            indexed = (*asked.referenced, *writer.output)
+            await store.put(owner, writer.response["id"], conversation, indexed)
 
-    return await translation.respond(assembler, lambda: assembler.response, on_finished=stored)
-
-
-def response_events(
-    assembler: ResponseAssembler,
-    chat_events: AsyncIterator[bytes],
-    *,
-    on_finished: Callable[[], Awaitable[None]],
-) -> EventStream:
-    """The Responses event stream for the proxy's own chat event stream of one choice. A
-    failure, in the upstream or here, ends it with `error` and `response.failed`."""
-    return assembled_events(assembler, chat_events, named_event, on_finished=on_finished)
+    return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)

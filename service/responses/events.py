@@ -1,6 +1,6 @@
-"""The proxy's chat answer seen as a Responses-API answer: chat deltas (content, reasoning,
-tool-call starts and argument fragments) become output items and the streaming event
-sequence, numbered; the same object also yields the whole `response` for non-streaming."""
+"""The engine's answer written as a Responses-API answer: its deltas (content, reasoning, a
+call's start and more of its arguments) become output items and the streaming event
+sequence, numbered; the same object also holds the whole `response` for non-streaming."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import io
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..chat import DeltaAssembler, Event
+from ..exchange import ApiEvent, CallStart, EventWriter
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
 Item = dict[str, Any]
@@ -57,18 +58,24 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-class ResponseAssembler(DeltaAssembler):
+class ResponseWriter(EventWriter):
     """One response's output items, grown delta by delta; each step returns its events.
 
-    >>> assembler = ResponseAssembler(request_body, model="m")
-    >>> assembler.start()  # response.created, response.in_progress
-    >>> assembler.delta({"content": "Hi"})  # output_item.added, content_part.added, ...delta
-    >>> assembler.finish("stop", usage)  # ...done events, response.completed
+    >>> writer = ResponseWriter(request_body, model="m", stream=True)
+    >>> writer.write(AnswerStart({}))  # response.created, response.in_progress
+    >>> writer.write(ContentDelta("Hi"))  # output_item.added, content_part.added, ...delta
+    >>> writer.write(ChoiceEnd("stop")), writer.write(AnswerEnd(usage))  # ...done, completed
     """
 
     def __init__(
-        self, request_body: dict[str, Any], *, model: str, tools: ResponsesTools | None = None
+        self,
+        request_body: dict[str, Any],
+        *,
+        model: str,
+        stream: bool,
+        tools: ResponsesTools | None = None,
     ) -> None:
+        super().__init__(stream=stream)
         self.output: list[Item] = []
         self._tools = tools or ResponsesTools()  # whose calls the model's are
         self._open: Item | None = None  # the item deltas currently add to
@@ -107,21 +114,24 @@ class ResponseAssembler(DeltaAssembler):
     def response(self) -> dict[str, Any]:
         return self._response
 
-    def start(self) -> list[Event]:
+    def whole(self) -> dict[str, Any]:
+        return self._response
+
+    def start(self) -> list[ApiEvent]:
         return [
             self._event("response.created", response=self._snapshot()),
             self._event("response.in_progress", response=self._snapshot()),
         ]
 
-    def reasoning_delta(self, text: str) -> list[Event]:
+    def reasoning_delta(self, text: str) -> list[ApiEvent]:
         return self._text("reasoning", text)
 
-    def content_delta(self, text: str) -> list[Event]:
+    def content_delta(self, text: str) -> list[ApiEvent]:
         return self._text("message", text)
 
     def finish(
-        self, finish_reason: str | None, usage: Any, matched_stop: str | None = None
-    ) -> list[Event]:
+        self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
+    ) -> list[ApiEvent]:
         """Every open item done, then the response completed, or incomplete at the limit."""
         events = self._close()
         self._response["usage"] = _usage(usage)
@@ -132,7 +142,7 @@ class ResponseAssembler(DeltaAssembler):
         self._response["status"] = "completed"
         return [*events, self._event("response.completed", response=self._snapshot())]
 
-    def fail(self, error: dict[str, Any]) -> list[Event]:
+    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
         """An `error` event, then the response failed; the items so far are kept in it."""
         code, message = error.get("code"), str(error.get("message") or "upstream failed")
         self._settle()
@@ -143,7 +153,7 @@ class ResponseAssembler(DeltaAssembler):
             self._event("response.failed", response=self._snapshot()),
         ]
 
-    def _text(self, kind: str, text: str) -> list[Event]:
+    def _text(self, kind: str, text: str) -> list[ApiEvent]:
         events = [] if self._is_open(kind) else self._open_text_item(kind)
         item = self._open
         assert item is not None
@@ -151,7 +161,7 @@ class ResponseAssembler(DeltaAssembler):
         delta_event = TEXT_EVENTS[kind][0]
         return [*events, self._event(delta_event, **self._where(item), content_index=0, delta=text)]
 
-    def _open_text_item(self, kind: str) -> list[Event]:
+    def _open_text_item(self, kind: str) -> list[ApiEvent]:
         events = self._close()
         part: dict[str, Any]
         if kind == "message":
@@ -170,26 +180,22 @@ class ResponseAssembler(DeltaAssembler):
         )
         return events
 
-    def call_delta(self, fragment: dict[str, Any]) -> list[Event]:
-        """A chat call's start or more of its text: `function.arguments`, or a custom call's
-        `custom.input`."""
-        index, custom = fragment["index"], CUSTOM in fragment
-        payload = fragment[CUSTOM if custom else "function"]
-        events: list[Event] = []
-        if "id" in fragment:  # a call starts
-            events += self._close()
-            item = self._call_item(payload["name"], fragment["id"], custom=custom)
-            self._calls[index] = item
-            events += self._add(item)
+    def call_start(self, call: CallStart) -> list[ApiEvent]:
+        events = self._close()
+        item = self._call_item(call.name, call.call_id, custom=call.kind == CUSTOM)
+        self._calls[call.index] = item
+        return events + self._add(item)
+
+    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
+        """More of a call's text: a function call's arguments, or a custom call's input."""
         item = self._calls[index]
-        if text := payload.get("input" if custom else "arguments"):
-            if item is self._open:
-                self._held.write(text)
-            else:  # the model's output never interleaves calls, but nothing gets lost if it did
-                self._write(item, text)
-            if call_events := ITEM_CALLS[item["type"]].events:
-                events.append(self._event(call_events[0], **self._where(item), delta=text))
-        return events
+        if item is self._open:
+            self._held.write(text)
+        else:  # the model's output never interleaves calls, but nothing gets lost if it did
+            self._write(item, text)
+        if call_events := ITEM_CALLS[item["type"]].events:
+            return [self._event(call_events[0], **self._where(item), delta=text)]
+        return []
 
     def _call_item(self, model_name: str, call_id: str, *, custom: bool) -> Item:
         """A new output item for the model's call, of the type its tool's kind calls for."""
@@ -205,7 +211,7 @@ class ResponseAssembler(DeltaAssembler):
             item["namespace"] = tool.namespace
         return item
 
-    def _add(self, item: Item) -> list[Event]:
+    def _add(self, item: Item) -> list[ApiEvent]:
         self._indexes[item["id"]] = len(self.output)
         self.output.append(item)
         self._open, self._held = item, io.StringIO()
@@ -234,7 +240,7 @@ class ResponseAssembler(DeltaAssembler):
         else:
             item[ITEM_CALLS[kind].text] += text
 
-    def _close(self) -> list[Event]:
+    def _close(self) -> list[ApiEvent]:
         self._settle()
         item, self._open = self._open, None
         if item is None:
@@ -266,7 +272,7 @@ class ResponseAssembler(DeltaAssembler):
     def _snapshot(self) -> dict[str, Any]:
         return {**self._response, "output": list(self.output)}
 
-    def _event(self, kind: str, **fields: Any) -> Event:
+    def _event(self, kind: str, **fields: Any) -> ApiEvent:
         event = {"type": kind, "sequence_number": self._sequence, **fields}
         self._sequence += 1
         return event
@@ -281,9 +287,9 @@ def _arguments_object(text: str) -> Any:
         return {}
 
 
-def _usage(usage: Any) -> dict[str, Any] | None:
+def _usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Chat usage in the Responses names."""
-    if not isinstance(usage, dict):
+    if usage is None:
         return None
     prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
     details = usage.get("completion_tokens_details") or {}

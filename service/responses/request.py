@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..chat import ChatRequest, checked_chat_request, decoded_body, invalid
+from ..exchange import ChatRequest, checked_chat_request, decoded_body, invalid
 from ..settings import HostedTools
 from ..wire import ProxyError, json_value
 from .store import Found, Item, ResponseStore

@@ -9,7 +9,8 @@ it, as app.py names it); a lookup by another owner finds nothing, exactly as for
 stored. Entries are bounded in count, in age and in serialized bytes; the oldest go first.
 
 Two backends keep the same semantics: this process's memory (`MemoryStore`, the default), or
-one Redis or Valkey server that several replicas share (`redis_store.RedisStore`)."""
+one Redis or Valkey server that several replicas share (`redis_store.RedisStore`); the
+settings choose one in `store_setup`."""
 
 from __future__ import annotations
 
@@ -17,13 +18,11 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..observability import ProxyMetrics, StoreEvent
-from ..settings import Settings
 from ..wire import SERVER_ERROR, ProxyError, json_bytes
 
 Item = dict[str, Any]
@@ -215,30 +214,3 @@ class MemoryStore(ResponseStore):
             # A later entry may have taken the item over (its request named it): it stays.
             if self._items.get((owner, item_id), (None,))[0] == key:
                 del self._items[(owner, item_id)]
-
-
-@asynccontextmanager
-async def opened_store(settings: Settings, metrics: ProxyMetrics) -> AsyncIterator[ResponseStore]:
-    """The store the settings choose, for the app's lifetime."""
-    limits = StoreLimits(
-        max_responses=settings.response_store_size,
-        max_bytes=settings.response_store_max_bytes,
-        ttl_seconds=settings.response_store_ttl_seconds,
-    )
-    if settings.response_store_url is None:
-        yield MemoryStore(limits, metrics)
-        return
-    # Imported only here: a deployment without Redis never loads its client.
-    from .redis_store import RedisStore
-
-    store = RedisStore(
-        settings.response_store_url.get_secret_value(),
-        limits,
-        metrics,
-        timeout=settings.response_store_timeout,
-        max_connections=settings.upstream_max_connections,
-    )
-    try:
-        yield store
-    finally:
-        await store.close()

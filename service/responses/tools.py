@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chat import check_hosted_tool, invalid
+from ..exchange import check_hosted_tool, invalid
 from ..settings import HostedTools
 
 FUNCTION, CUSTOM, NAMESPACE, TOOL_SEARCH = "function", "custom", "namespace", "tool_search"

@@ -1,12 +1,12 @@
 """OpenAI's error shape `{"error": {message, type, param, code}}`: the proxy's own errors,
-upstream errors re-shaped, and the exception handlers that make every failure answer in it;
-under the Anthropic API's paths, in Anthropic's shape `{"type": "error", "error": {type,
-message}}` instead, with the same status."""
+upstream errors re-shaped, and the exception handlers that make every failure answer in it,
+or, under the paths of a front door that registered its own shape (`ErrorShapes`), in that
+one, with the same status."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,27 +21,9 @@ UPSTREAM_ERROR = "upstream_error"
 SERVER_ERROR = "server_error"
 # nginx's "client closed request": logged by the server, read by nobody.
 CLIENT_CLOSED_REQUEST = 499
-# Paths of the Anthropic API (`/v1/messages`, `/v1/messages/count_tokens`, and any other
-# under it): its clients read errors in its shape.
-ANTHROPIC_PATH_PREFIX = "/v1/messages"
-# Anthropic's error types by HTTP status (its documented pairs, and the proxy's 502 and 504,
-# which Anthropic's clients know as an API error and a timeout).
-ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    408: "timeout_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    502: "api_error",
-    503: "overloaded_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-# An error mid-stream has no status of its own: its code says what it was.
-ANTHROPIC_TYPE_BY_CODE = {"upstream_timeout": "timeout_error", "server_busy": "overloaded_error"}
+# An OpenAI error body's `error`, and the HTTP status it is answered with -> the error body
+# the clients of another API read.
+ErrorShape = Callable[[dict[str, Any], int], dict[str, Any]]
 
 
 class ProxyError(Exception):
@@ -95,39 +77,28 @@ def error_body(
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
-def speaks_anthropic(path: str) -> bool:
-    """Whether a request to `path` is answered in Anthropic's error shape."""
-    return path == ANTHROPIC_PATH_PREFIX or path.startswith(ANTHROPIC_PATH_PREFIX + "/")
+class ErrorShapes:
+    """The error shape each path is answered in: OpenAI's, but under a path that a front door
+    registered with its own shape (the path itself, and every path below it).
 
+    >>> shapes = ErrorShapes({"/v1/other_api": other_api_error_of})
+    >>> shapes.shaped("/v1/other_api/count", error_body("no", error_type=...), 400)
+    """
 
-def anthropic_error_type(status: int) -> str:
-    return ANTHROPIC_ERROR_TYPES.get(
-        status, "api_error" if status >= 500 else "invalid_request_error"
-    )
+    def __init__(self, by_path: Mapping[str, ErrorShape] | None = None) -> None:
+        self._by_path = dict(by_path or {})
 
+    def shape_of(self, path: str) -> ErrorShape | None:
+        """The shape registered for `path`, or None for OpenAI's."""
+        for prefix, shape in self._by_path.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                return shape
+        return None
 
-def anthropic_error_body(message: str, error_type: str) -> dict[str, Any]:
-    """`{"type": "error", "error": {"type": ..., "message": ...}}`, Anthropic's error body and
-    the data of its streams' `error` event."""
-    return {"type": "error", "error": {"type": error_type, "message": message}}
-
-
-def anthropic_error_of(error: dict[str, Any], status: int | None = None) -> dict[str, Any]:
-    """An OpenAI error body's `error` in Anthropic's shape: typed by the status it was
-    answered with, or, mid-stream, by its code; the field at fault, which Anthropic's shape
-    has no place for, leads the message."""
-    message = str(error.get("message") or "upstream failed")
-    if error.get("param"):
-        message = f"{error['param']}: {message}"
-    if status is not None:
-        return anthropic_error_body(message, anthropic_error_type(status))
-    code = str(error.get("code"))
-    return anthropic_error_body(message, ANTHROPIC_TYPE_BY_CODE.get(code, "api_error"))
-
-
-def shaped_error(path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
-    """An OpenAI error body as the client of `path` reads errors."""
-    return anthropic_error_of(body["error"], status) if speaks_anthropic(path) else body
+    def shaped(self, path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
+        """An OpenAI error body as the client of `path` reads errors."""
+        shape = self.shape_of(path)
+        return body if shape is None else shape(body["error"], status)
 
 
 def openai_error_body(raw: bytes, status: int) -> dict[str, Any]:
@@ -147,49 +118,46 @@ def openai_error_body(raw: bytes, status: int) -> dict[str, Any]:
     return error_body(message, error_type=UPSTREAM_ERROR, code=f"upstream_http_{status}")
 
 
-def _error_response(
-    request: Request,
-    body: dict[str, Any],
-    status: int,
-    headers: Mapping[str, str] | None = None,
-) -> Response:
-    return JSONResponse(shaped_error(request.url.path, body, status), status, headers)
+def install_error_handlers(app: FastAPI, shapes: ErrorShapes) -> None:
+    """Every failure of `app` answered in OpenAI's error shape, or in the one `shapes` gives
+    the request's path."""
 
+    def answer(
+        request: Request,
+        body: dict[str, Any],
+        status: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
+        return JSONResponse(shapes.shaped(request.url.path, body, status), status, headers)
 
-async def _proxy_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ProxyError)
-    return _error_response(request, exc.body(), exc.status)
+    async def proxy_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ProxyError)
+        return answer(request, exc.body(), exc.status)
 
+    async def http_exception(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        code = f"http_{exc.status_code}"
+        body = error_body(str(exc.detail), error_type=INVALID_REQUEST, code=code)
+        return answer(request, body, exc.status_code, exc.headers)
 
-async def _http_exception(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    body = error_body(str(exc.detail), error_type=INVALID_REQUEST, code=f"http_{exc.status_code}")
-    return _error_response(request, body, exc.status_code, exc.headers)
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        first = exc.errors()[0] if exc.errors() else {}
+        param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
+        message = str(first.get("msg", "invalid request"))
+        return answer(request, error_body(message, error_type=INVALID_REQUEST, param=param), 400)
 
+    async def client_gone(_: Request, exc: Exception) -> Response:
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
 
-async def _validation_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    first = exc.errors()[0] if exc.errors() else {}
-    param = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
-    message = str(first.get("msg", "invalid request"))
-    body = error_body(message, error_type=INVALID_REQUEST, param=param)
-    return _error_response(request, body, 400)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # Starlette re-raises `exc` after this answer so that the server logs its traceback;
+        # the client gets none (it may quote request content or internals).
+        body = error_body("internal proxy error", error_type=SERVER_ERROR, code="internal_error")
+        return answer(request, body, 500)
 
-
-async def _client_gone(_: Request, exc: Exception) -> Response:
-    return Response(status_code=CLIENT_CLOSED_REQUEST)
-
-
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    # Starlette re-raises `exc` after this answer so that the server logs its traceback;
-    # the client gets none (it may quote request content or internals).
-    body = error_body("internal proxy error", error_type=SERVER_ERROR, code="internal_error")
-    return _error_response(request, body, 500)
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(ProxyError, _proxy_error)
-    app.add_exception_handler(HTTPException, _http_exception)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(ClientDisconnect, _client_gone)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_exception_handler(ProxyError, proxy_error)
+    app.add_exception_handler(HTTPException, http_exception)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(ClientDisconnect, client_gone)
+    app.add_exception_handler(Exception, unexpected)

@@ -54,6 +54,19 @@ def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream() 
     assert re.search(r"^scaling 1 -> 2 workers: [\d.]+x", out, re.MULTILINE), out
 
 
+def test_front_doors_prints_each_door_against_chat_and_counts_every_stream() -> None:
+    out = run("front_doors.py", "--rounds", "1", "--repeat", "2", "--chunks", "5")
+
+    for door in ("chat completions", "Responses", "Messages"):
+        assert re.search(rf"^{door} +[\d.]+ +[\d.]+x  [\d.]+$", out, re.MULTILINE), out
+    # 20 warm-up streams, then 2 per round, through each door.
+    for route in ("chat", "responses", "messages"):
+        assert f"proxy requests_total{{route='{route}'}} grew by 22 of 22" in out, out
+    assert re.search(
+        r"^every front door within 1.05x chat's CPU per stream: (met|NOT met)$", out, re.M
+    )
+
+
 def test_parser_benchmark_prints_every_protocol_and_the_stall_rows() -> None:
     out = run("parsers.py", "--quick")
 

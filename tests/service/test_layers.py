@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from layers import Layers
+from layers import Layers, import_cycle
 
 SERVICE = Layers(
     Path(__file__).resolve().parents[2] / "service",
@@ -18,8 +18,8 @@ SERVICE = Layers(
         ("settings",),
         ("upstream",),
         ("context",),
-        ("passthrough", "chat"),
-        ("responses", "messages"),
+        ("exchange",),
+        ("passthrough", "chat", "responses", "messages"),
         ("auth", "server_limits", "demo_upstream"),
         ("app",),
         ("__main__",),
@@ -58,5 +58,23 @@ def test_parts_of_one_layer_do_not_import_each_other() -> None:
     ]
 
 
+def test_a_front_door_does_not_import_another() -> None:
+    planted = "from ..chat import create_completion\n"
+
+    assert SERVICE.violations("service.responses.api", planted) == [
+        "service.responses.api:1 imports service.chat: chat is not below responses"
+    ]
+
+
 def test_every_part_of_service_has_a_layer() -> None:
     assert SERVICE.parts() == set(SERVICE.rank)
+
+
+def test_no_module_of_service_imports_itself_through_others() -> None:
+    assert import_cycle(SERVICE.import_graph()) == []
+
+
+def test_an_import_cycle_is_named() -> None:
+    modules = {"a": ["b"], "b": ["c"], "c": ["a"], "d": []}
+
+    assert import_cycle(modules) == ["a", "b", "c", "a"]

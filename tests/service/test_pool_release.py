@@ -29,7 +29,7 @@ from servers import WEATHER_TOOL, chat_body
 from upstream_server import WEATHER_CALL, Reply, event_stream
 
 from service.app import create_app
-from service.chat.stream import AFTER_DONE_READ_SECONDS
+from service.exchange.stream import AFTER_DONE_READ_SECONDS
 from service.settings import Settings
 
 # Loop turns, not seconds: how long a finished request may take to let go of everything

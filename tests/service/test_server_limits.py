@@ -195,6 +195,7 @@ def test_probes_pass_while_requests_in_flight_fill_the_cap_and_others_get_503(
         assert held.paused.wait(PAUSE_BOUND_SECONDS), "the upstream never got the request"
         probes = {path: http.get(path).status_code for path in PROBES}
         refused = http.post("/v1/chat/completions", json=chat_body())
+        refused_messages = http.post("/v1/messages", json={"model": "m", "max_tokens": 5})
         held.resume.set()
         first.read()
 
@@ -205,4 +206,6 @@ def test_probes_pass_while_requests_in_flight_fill_the_cap_and_others_get_503(
     error = refused.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
     assert (error["type"], error["code"]) == ("server_error", "server_busy")
+    assert refused_messages.status_code == 503  # in the shape Anthropic's clients read
+    assert refused_messages.json()["error"]["type"] == "overloaded_error"
     assert len(upstream.chat_requests) == 1

@@ -1,7 +1,8 @@
 """The proxy's streaming answer driven in-process: the scripted upstream's SSE events for a
-`Reply` fed to the service's own streaming function, the client's events read back and
-checked like those of a served proxy. No server, no socket: sweeps over many chunkings cost
-microseconds per case, while the served proxy's tests cover the HTTP around it.
+`Reply` fed to the engine's streaming function, its events written by the chat writer, the
+client's events read back and checked like those of a served proxy. No server, no socket:
+sweeps over many chunkings cost microseconds per case, while the served proxy's tests cover
+the HTTP around it.
 
 >>> completion = stream_in_process("json-mix", Reply("Sure.", call[:9], call[9:]), WEATHER_TOOL)
 >>> completion.calls
@@ -19,9 +20,11 @@ from servers import MODEL, Completion, chat_body, completion_from_events, read_e
 from upstream_server import Reply, event_stream
 
 from protocols import get_protocol
-from service.chat.parser_config import OutputParsing
-from service.chat.request import parse_chat_request
-from service.chat.stream import stream_completion
+from service.chat.writer import ChatWriter
+from service.exchange import written_stream
+from service.exchange.parsing import OutputParsing
+from service.exchange.request import parse_chat_request
+from service.exchange.stream import stream_events
 from service.observability.metrics import ProxyMetrics, UpstreamFailure
 from service.observability.observer import CompletionObserver
 from service.observability.request_record import RequestRecord
@@ -77,13 +80,8 @@ async def _events(
         observer=CompletionObserver(protocol, ProxyMetrics(), record),
     )
     stream = ScriptedStream(reply, body)
-    events = stream_completion(
-        stream,
-        parsing,
-        n=chat.n,
-        include_usage=chat.include_usage,
-        fallback_model=MODEL,
-    )
+    writer = ChatWriter(stream=True, fallback_model=MODEL, include_usage=chat.include_usage)
+    events = written_stream(writer, stream_events(stream, parsing, n=chat.n))
     sent = [event async for event in events]
     assert stream.closed, "the upstream stream is closed however the answer ends"
     return sent

@@ -97,6 +97,40 @@ class Layers:
             )
         ]
 
+    def import_graph(self) -> dict[str, list[str]]:
+        """Each module of the package with the modules of the package it imports."""
+        return {
+            module: [
+                target
+                for _, target in imported_modules(
+                    module, path.read_text(), is_package=path.name == "__init__.py"
+                )
+                if target.startswith(f"{self.name}.")
+            ]
+            for module, path in self.modules()
+        }
+
     def parts(self) -> set[str]:
         """The parts the package's files belong to."""
         return {self.part_of(module) for module, _ in self.modules()} - {None}
+
+
+def import_cycle(modules: dict[str, list[str]]) -> list[str]:
+    """A path of imports that comes back to where it started, or [] when there is none."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return []
+        for target in modules.get(module, ()):
+            if cycle := visit(target, [*path, module]):
+                return cycle
+        done.add(module)
+        return []
+
+    for module in modules:
+        if cycle := visit(module, []):
+            return cycle
+    return []

@@ -1,4 +1,5 @@
-"""Parser parts to OpenAI deltas, chunks and messages, without a server."""
+"""Parser parts to the engine's deltas, written as OpenAI deltas, chunks and messages, without
+a server."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from protocols import (
     ToolCallStart,
     ToolCallUnfinished,
 )
-from service.chat.chunks import ChunkEncoder, DeltaMapper, MessageBuilder, finish_reason
+from service.chat.writer import ChatWriter, ChunkEncoder
+from service.exchange import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart
+from service.exchange.deltas import DeltaMapper, finish_reason
 
 ARGUMENTS = '{"city": "Paris"}'
 
@@ -25,12 +28,20 @@ def mapper(**options: bool) -> DeltaMapper:
     return DeltaMapper(**{"think_as_reasoning": False, "single_call": False, **options})
 
 
+def chat_deltas(parts_mapper: DeltaMapper, parts: list[Part]) -> list[dict[str, object]]:
+    """The mapper's deltas as the chat writer streams them, each chunk's `delta`."""
+    writer = ChatWriter(stream=True, fallback_model="m", include_usage=False)
+    writer.write(AnswerStart({}))
+    chunks = [writer.write(delta).removeprefix(b"data: ") for delta in parts_mapper.deltas(parts)]
+    return [json.loads(chunk)["choices"][0]["delta"] for chunk in chunks]
+
+
 def atomic_call(call_id: str, name: str = "get_weather") -> ToolCall:
     return ToolCall(call_id, name, ARGUMENTS, {"city": "Paris"}, "<tool_call>...</tool_call>")
 
 
 def test_adjacent_text_parts_become_one_content_delta() -> None:
-    deltas = mapper().deltas([TextDelta("t", "Hel"), TextDelta("t", "lo")])
+    deltas = chat_deltas(mapper(), [TextDelta("t", "Hel"), TextDelta("t", "lo")])
 
     assert deltas == [{"content": "Hello"}]
 
@@ -43,7 +54,7 @@ def test_an_incremental_call_sends_its_start_then_only_argument_fragments() -> N
         ToolCall("call_a", "get_weather", ARGUMENTS, {"city": "Paris"}, "..."),
     ]
 
-    deltas = mapper().deltas(parts)
+    deltas = chat_deltas(mapper(), parts)
 
     assert deltas == [
         {
@@ -62,14 +73,16 @@ def test_an_incremental_call_sends_its_start_then_only_argument_fragments() -> N
 
 
 def test_an_atomic_call_sends_its_start_then_its_whole_arguments() -> None:
-    deltas = mapper().deltas([atomic_call("call_a")])
+    deltas = chat_deltas(mapper(), [atomic_call("call_a")])
 
     assert deltas[0]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
     assert deltas[1] == {"tool_calls": [{"index": 0, "function": {"arguments": ARGUMENTS}}]}
 
 
 def test_call_indexes_are_dense_in_emission_order() -> None:
-    deltas = mapper().deltas([atomic_call("call_a"), TextDelta("t", " "), atomic_call("call_b")])
+    deltas = chat_deltas(
+        mapper(), [atomic_call("call_a"), TextDelta("t", " "), atomic_call("call_b")]
+    )
 
     starts = [
         d["tool_calls"][0] for d in deltas if "tool_calls" in d and "id" in d["tool_calls"][0]
@@ -87,7 +100,7 @@ def test_a_single_call_request_drops_later_calls_and_reports_them() -> None:
         ToolCall("call_b", "get_time", "{}", {}, "..."),
     ]
 
-    deltas = single.deltas(parts)
+    deltas = chat_deltas(single, parts)
 
     assert {d["tool_calls"][0]["index"] for d in deltas} == {0}
     assert dropped == ["get_time"]
@@ -111,7 +124,7 @@ def test_think_blocks_stay_content_unless_configured_as_reasoning(
         TextDelta("t", "ok"),
     ]
 
-    assert mapper(think_as_reasoning=think_as_reasoning).deltas(parts) == expected
+    assert chat_deltas(mapper(think_as_reasoning=think_as_reasoning), parts) == expected
 
 
 @pytest.mark.parametrize(
@@ -160,10 +173,18 @@ def test_the_usage_chunk_has_no_choices() -> None:
 
 
 def test_a_message_with_only_calls_has_null_content() -> None:
-    builder = MessageBuilder()
-    builder.add(mapper().deltas([atomic_call("call_a")]))
+    writer = ChatWriter(stream=False, fallback_model="m", include_usage=False)
+    upstream = {"message": {"role": "assistant", "content": "<tool_call>...</tool_call>"}}
+    for event in [
+        AnswerStart({}),
+        ChoiceStart(),
+        *mapper().deltas([atomic_call("call_a")]),
+        ChoiceEnd("tool_calls", upstream=upstream),
+        AnswerEnd(),
+    ]:
+        writer.write(event)
 
-    message = builder.message({"role": "assistant", "content": "<tool_call>...</tool_call>"})
+    message = writer.whole()["choices"][0]["message"]
 
     assert message["content"] is None
     assert message["tool_calls"] == [

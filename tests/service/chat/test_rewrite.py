@@ -13,8 +13,8 @@ import pytest
 from protocols import ToolSpec, get_protocol
 from protocols.lenient import relaxed_json
 from protocols.lenient.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
-from service.chat.request import PART_SEPARATOR, parse_chat_request
-from service.chat.rewrite import needs_rewrite, rewrite_request
+from service.exchange.request import PART_SEPARATOR, parse_chat_request
+from service.exchange.rewrite import needs_rewrite, rewrite_request
 from service.wire.errors import ProxyError
 
 PROTOCOL = get_protocol("json-mix")

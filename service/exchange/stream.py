@@ -1,11 +1,12 @@
-"""The streaming answer: upstream SSE chunks in, their text through the parser, OpenAI
-`chat.completion.chunk` events out (the caller owns and closes the upstream stream)."""
+"""A streamed answer: upstream SSE chunks in, their text through the parser, the engine's
+events out, a list of them per upstream chunk (the caller owns and closes the upstream
+stream)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import anyio
@@ -21,20 +22,24 @@ from ..upstream import (
 )
 from ..wire import (
     DONE,
-    DONE_EVENT,
     JSON_MEDIA_TYPE,
     SERVER_ERROR,
     UPSTREAM_ERROR,
-    EventStream,
     ProxyError,
     UpstreamStatusError,
-    data_event,
-    error_body,
-    json_bytes,
     json_value,
 )
-from .chunks import ROLE_DELTA, STOP, ChunkEncoder, finish_reason
-from .parser_config import OutputParsing
+from .deltas import STOP, finish_reason
+from .events import (
+    AnswerEnd,
+    AnswerStart,
+    ChoiceEnd,
+    ChoiceStart,
+    Event,
+    Failure,
+    ReasoningDelta,
+)
+from .parsing import OutputParsing
 
 logger = logging.getLogger(__name__)
 
@@ -42,69 +47,59 @@ logger = logging.getLogger(__name__)
 # read): read to its end, the connection goes back to the pool; closed before, it is closed.
 AFTER_DONE_READ_SECONDS = 0.05
 
+Events = AsyncGenerator[list[Event], None]  # the events of each upstream chunk, in turn
+
+
+def internal_error() -> ProxyError:
+    """The proxy's own failure, as the client is told it (nothing of what went wrong)."""
+    return ProxyError(500, "internal proxy error", error_type=SERVER_ERROR)
+
 
 class _ChoiceStream:
-    """One choice's parser and mapper, turning its upstream deltas into encoded events."""
+    """One choice's parser and mapper, turning its upstream deltas into events."""
 
-    __slots__ = ("_encoder", "_index", "_mapper", "_parser", "finished")
+    __slots__ = ("_index", "_mapper", "_parser", "finished")
 
-    def __init__(self, index: int, parsing: OutputParsing, encoder: ChunkEncoder) -> None:
+    def __init__(self, index: int, parsing: OutputParsing) -> None:
         self._index = index
-        self._encoder = encoder
         self._parser = parsing.stream_parser()
-        self._mapper = parsing.mapper()
+        self._mapper = parsing.mapper(index)
         self.finished = False
 
-    def start(self) -> bytes:
-        return data_event(self._encoder.chunk(self._index, ROLE_DELTA))
-
-    def delta(self, upstream: UpstreamChoice) -> list[bytes]:
-        events = []
+    def delta(self, upstream: UpstreamChoice, events: list[Event]) -> None:
         upstream_delta = upstream.delta
         for key in REASONING_KEYS:
             if reasoning := upstream_delta.get(key):
-                delta = {"reasoning_content": reasoning}
-                events.append(data_event(self._encoder.chunk(self._index, delta)))
+                events.append(ReasoningDelta(reasoning, self._index))
                 break
         if content := upstream_delta.get("content"):
-            for delta in self._mapper.deltas(self._parser.feed(content)):
-                events.append(data_event(self._encoder.chunk(self._index, delta)))
+            events += self._mapper.deltas(self._parser.feed(content))
         if upstream.calls:  # an upstream that calls tools itself
-            for delta in self._mapper.native(upstream.calls):
-                events.append(data_event(self._encoder.chunk(self._index, delta)))
-        return events
+            events += self._mapper.native(upstream.calls)
 
-    def finish(self, upstream_reason: str | None, matched_stop: str | None = None) -> list[bytes]:
+    def finish(
+        self, upstream_reason: str | None, events: list[Event], matched_stop: str | None = None
+    ) -> None:
         self.finished = True
-        chunk = self._encoder.chunk
         mapper = self._mapper
-        events = [
-            data_event(chunk(self._index, delta))
-            for delta in [*mapper.deltas(self._parser.finish()), *mapper.rescued()]
-        ]
-        reason = finish_reason(upstream_reason, self._mapper)
+        events += mapper.deltas(self._parser.finish())
+        events += mapper.rescued()
+        reason = finish_reason(upstream_reason, mapper)
         stop = matched_stop if reason == STOP else None  # a stop sequence ended its text
-        events.append(data_event(chunk(self._index, {}, reason, stop)))
-        return events
+        events.append(ChoiceEnd(reason, stop, self._index))
 
 
-async def stream_completion(
-    stream: UpstreamStream,
-    parsing: OutputParsing,
-    *,
-    n: int,
-    include_usage: bool,
-    fallback_model: str,
-) -> EventStream:
-    """SSE event bytes for the client, for the `n` choices asked for. A failure after the
-    first event becomes one `data: {"error": ...}` event and the stream ends there, without
-    `[DONE]`."""
-    encoder: ChunkEncoder | None = None
+async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: int) -> Events:
+    """The events of the `n` choices asked for, a list per upstream chunk. A failure, once
+    the answer began, is a `Failure` event, and the last; the events made before it are
+    still sent."""
     choices: dict[int, _ChoiceStream] = {}
     usage = None
     payloads = chunk_payloads(stream)
     if parsing.trace is not None:
         payloads = parsing.trace.upstream_payloads(payloads)
+    events: list[Event] = []  # not yet handed on
+    started = False
     complete = False  # [DONE] came: an upstream that ends otherwise was cut off
     try:
         async for payload in payloads:
@@ -113,23 +108,25 @@ async def stream_completion(
                 await _release_after_done(payloads, stream)  # before the last events
                 break
             chunk, upstream_choices = _decoded(
-                payload, stream, n, first=encoder is None, calls=parsing.native
+                payload, stream, n, first=not started, calls=parsing.native
             )
-            if encoder is None:
-                encoder = ChunkEncoder.matching(chunk, fallback_model)
+            if not started:
+                started = True
+                events.append(AnswerStart(chunk))
             for upstream_choice in upstream_choices:
                 index = upstream_choice.index
                 choice = choices.get(index)
                 if choice is None:
-                    choice = choices[index] = _ChoiceStream(index, parsing, encoder)
-                    yield choice.start()
-                for event in choice.delta(upstream_choice):
-                    yield event
+                    choice = choices[index] = _ChoiceStream(index, parsing)
+                    events.append(ChoiceStart(index))
+                choice.delta(upstream_choice, events)
                 reason = upstream_choice.finish_reason
                 if reason and not choice.finished:
-                    for event in choice.finish(reason, upstream_choice.matched_stop):
-                        yield event
+                    choice.finish(reason, events, upstream_choice.matched_stop)
             usage = chunk.get("usage") or usage
+            if events:
+                yield events
+                events = []
         if not complete and not (choices and all(c.finished for c in choices.values())):
             stream.failed(UpstreamFailure.MID_STREAM)
             raise ProxyError(
@@ -138,25 +135,29 @@ async def stream_completion(
                 error_type=UPSTREAM_ERROR,
                 code="upstream_stream_cut",
             )
-        if encoder is None:  # an upstream that sent nothing still gets a well-formed answer
-            encoder = ChunkEncoder.matching({}, fallback_model)
+        if not started:  # an upstream that sent nothing still gets a well-formed answer
+            started = True
+            events.append(AnswerStart({}))
         if not choices:
-            choices[0] = _ChoiceStream(0, parsing, encoder)
-            yield choices[0].start()
+            choices[0] = _ChoiceStream(0, parsing)
+            events.append(ChoiceStart(0))
         for choice in choices.values():
             if not choice.finished:  # the upstream ended without a finish_reason
-                for event in choice.finish(None):
-                    yield event
+                choice.finish(None, events)
         parsing.observer.usage(usage)
-        if include_usage and usage is not None:
-            yield data_event(encoder.usage(usage))
-        yield DONE_EVENT
+        events.append(AnswerEnd(usage))
+        yield events
     except ProxyError as error:
         logger.warning("upstream stream failed: %s", error.message)
-        yield data_event(json_bytes(error.body()))
+        yield [*events, *_start_unless(started), Failure(error)]
     except Exception:
         logger.exception("streaming answer failed")
-        yield data_event(json_bytes(error_body("internal proxy error", error_type=SERVER_ERROR)))
+        yield [*events, *_start_unless(started), Failure(internal_error())]
+
+
+def _start_unless(started: bool) -> list[Event]:
+    """The answer's start, for a failure that came before it."""
+    return [] if started else [AnswerStart({})]
 
 
 async def _release_after_done(payloads: AsyncIterator[str], stream: UpstreamStream) -> None:

@@ -19,7 +19,7 @@ from protocols import (
 )
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
-from .chunks import DeltaMapper
+from .deltas import DeltaMapper
 
 
 class TextAsWritten(StreamParser):
@@ -36,7 +36,7 @@ class TextAsWritten(StreamParser):
 
 @dataclass(frozen=True, slots=True)
 class OutputParsing:
-    """Everything needed to turn one request's model text into OpenAI deltas.
+    """Everything needed to turn one request's model text into the engine's deltas.
 
     >>> parser, mapper = parsing.stream_parser(), parsing.mapper()
     >>> deltas = mapper.deltas(parser.feed("Hi <tool_call>"))
@@ -100,8 +100,9 @@ class OutputParsing:
 
         return parse_traced(self.trace, text, parse)
 
-    def mapper(self) -> DeltaMapper:
+    def mapper(self, choice: int = 0) -> DeltaMapper:
         return DeltaMapper(
+            choice=choice,
             think_as_reasoning=self.think_as_reasoning,
             single_call=self.single_call,
             tools=self.tools,

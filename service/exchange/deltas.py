@@ -1,14 +1,11 @@
-"""Parser parts as OpenAI deltas, and deltas as `chat.completion.chunk` JSON or as a whole
-`message`: the one mapping that streaming and non-streaming answers both go through."""
+"""Parser parts as the engine's deltas (text, reasoning, a call's start, more of its
+arguments): the one mapping that streamed and whole answers both go through."""
 
 from __future__ import annotations
 
 import logging
-import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from protocols import (
     FreeFormInputStream,
@@ -26,18 +23,13 @@ from protocols import (
 )
 
 from ..upstream import CallFragment
-from ..wire import json_bytes
+from .events import CallDelta, CallKind, CallStart, ContentDelta, Delta, ReasoningDelta
 
 logger = logging.getLogger(__name__)
 
-Delta = dict[str, Any]
-ROLE_DELTA: Delta = {"role": "assistant", "content": ""}
-CONTENT = "content"
-REASONING = "reasoning_content"
-FUNCTION, CUSTOM = "function", "custom"
+FUNCTION: CallKind = "function"
+CUSTOM: CallKind = "custom"
 STOP = "stop"  # the finish reason of a text that ended by itself
-# A call's type -> the field of its payload that grows fragment by fragment.
-CALL_TEXT = {FUNCTION: "arguments", CUSTOM: "input"}
 
 
 @dataclass(slots=True)
@@ -45,7 +37,7 @@ class _NativeCall:
     """A call the upstream made itself, as its fragments arrive."""
 
     id: str
-    kind: str
+    kind: CallKind
     held: list[str] = field(default_factory=list)  # arguments sent before its name
     dropped: bool = False
 
@@ -53,6 +45,7 @@ class _NativeCall:
 class DeltaMapper:
     """One choice's parts as deltas; call indexes dense from 0 in the order calls start. A
     call to a free-form tool is a `custom` call, its arguments sent as the text they carry.
+    Adjacent texts of one kind among the parts of one step are one delta.
 
     With `native` (an upstream that calls tools itself), the upstream's own calls are
     relayed as their fragments come (`native`), and the calls parsed out of its text are
@@ -61,7 +54,7 @@ class DeltaMapper:
 
     >>> mapper = DeltaMapper(think_as_reasoning=False, single_call=False)
     >>> mapper.deltas([TextDelta("t1", "Hi"), ToolCall("call_1", "f", "{}", {}, "...")])
-    [{'content': 'Hi'}, {'tool_calls': [{... 'arguments': ''}}]}, {'tool_calls': [...'{}'...]}]
+    [ContentDelta(text='Hi', ...), CallStart(index=0, call_id='call_1', ...), CallDelta(...)]
     """
 
     def __init__(
@@ -74,7 +67,9 @@ class DeltaMapper:
         on_call: Callable[[str], None] | None = None,
         on_dropped_call: Callable[[str], None] | None = None,
         on_rescued_call: Callable[[str], None] | None = None,
+        choice: int = 0,
     ) -> None:
+        self._choice = choice
         self._think_as_reasoning = think_as_reasoning
         self._single_call = single_call
         self._free_form = frozenset(tool.name for tool in tools if tool.free_form)
@@ -97,12 +92,14 @@ class DeltaMapper:
         out: list[Delta] = []
         for part in parts:
             if isinstance(part, TextDelta):
-                _append_text(out, REASONING if self._in_think else CONTENT, part.text)
+                self._append_text(
+                    out, ReasoningDelta if self._in_think else ContentDelta, part.text
+                )
             elif isinstance(part, ThinkStart | ThinkEnd):
                 if self._think_as_reasoning:
                     self._in_think = isinstance(part, ThinkStart)
-                else:
-                    _append_text(out, CONTENT, part.tag)  # clients such as Roo Code read them here
+                else:  # clients such as Roo Code read them in the content
+                    self._append_text(out, ContentDelta, part.tag)
             elif isinstance(part, ToolCallStart):
                 if self._admit(part.id, part.name):
                     out.append(self._call_start(part.id, part.name))
@@ -138,13 +135,13 @@ class DeltaMapper:
                 self.relayed_calls += 1
                 self._completed(fragment.name)
                 index = self._indexes[call.id]
-                out.append(_call_start_delta(index, call.id, call.kind, fragment.name))
+                out.append(CallStart(index, call.id, fragment.name, call.kind, self._choice))
                 call.held.append(fragment.text)
                 text, call.held = "".join(call.held), []
             else:
                 text = fragment.text
             if text:
-                out.append(_call_fragment(index, call.kind, text))
+                out.append(CallDelta(index, text, self._choice))
         return out
 
     def _native_call(self, fragment: CallFragment) -> _NativeCall:
@@ -160,7 +157,8 @@ class DeltaMapper:
             call_id = fragment.id
             if call_id is None or call_id in self._indexes or call_id in self._dropped:
                 call_id = new_call_id()
-            call = self._native_calls[key] = _NativeCall(call_id, fragment.kind)
+            kind = CUSTOM if fragment.kind == CUSTOM else FUNCTION
+            call = self._native_calls[key] = _NativeCall(call_id, kind)
         self._last_native = key
         return call
 
@@ -188,9 +186,9 @@ class DeltaMapper:
         index, reader = self._indexes[call.id], self._inputs.get(call.id)
         if reader is not None:  # a custom call: the text its fragments did not carry yet
             rest = free_form_input(call.input)[reader.sent_chars :]
-            deltas += [_call_fragment(index, CUSTOM, rest)] if rest else []
+            deltas += [CallDelta(index, rest, self._choice)] if rest else []
         elif not streamed:
-            deltas.append(_call_fragment(index, FUNCTION, call.arguments))
+            deltas.append(CallDelta(index, call.arguments, self._choice))
         return deltas
 
     def _call_start(self, call_id: str, name: str) -> Delta:
@@ -198,19 +196,30 @@ class DeltaMapper:
         if name in self._free_form:
             kind = CUSTOM
             self._inputs[call_id] = FreeFormInputStream()
-        return _call_start_delta(self._indexes[call_id], call_id, kind, name)
+        return CallStart(self._indexes[call_id], call_id, name, kind, self._choice)
 
     def _call_text(self, call_id: str, fragment: str) -> list[Delta]:
         """A streamed call's next argument fragment, as the text it adds for a custom call."""
-        kind, reader = FUNCTION, self._inputs.get(call_id)
+        reader = self._inputs.get(call_id)
         if reader is not None:
-            kind, fragment = CUSTOM, reader.feed(fragment)
-        return [_call_fragment(self._indexes[call_id], kind, fragment)] if fragment else []
+            fragment = reader.feed(fragment)
+        return [CallDelta(self._indexes[call_id], fragment, self._choice)] if fragment else []
 
     def _completed(self, name: str) -> None:
         self.completed_calls += 1
         if self._on_call is not None:
             self._on_call(name)
+
+    def _append_text(
+        self, out: list[Delta], kind: type[ContentDelta | ReasoningDelta], text: str
+    ) -> None:
+        """Add text, merged into the previous delta when that one is the same kind of text."""
+        if not text:
+            return
+        if out and type(last := out[-1]) is kind:
+            out[-1] = kind(last.text + text, self._choice)
+        else:
+            out.append(kind(text, self._choice))
 
     def _admit(self, call_id: str, name: str) -> bool:
         """Give the call the next index, or drop it when only one call is allowed."""
@@ -234,119 +243,3 @@ def finish_reason(upstream_reason: str | None, mapper: DeltaMapper) -> str:
     if upstream_reason == "tool_calls":
         return STOP
     return upstream_reason or STOP
-
-
-def _append_text(out: list[Delta], key: str, text: str) -> None:
-    """Add text, merged into the previous delta when that one is the same kind of text."""
-    if not text:
-        return
-    if out and len(out[-1]) == 1 and key in out[-1]:
-        out[-1][key] += text
-    else:
-        out.append({key: text})
-
-
-def _call_start_delta(index: int, call_id: str, kind: str, name: str) -> Delta:
-    """A call's first delta: its index, id, type and name, and no text yet."""
-    payload = {"name": name, CALL_TEXT[kind]: ""}
-    return {"tool_calls": [{"index": index, "id": call_id, "type": kind, kind: payload}]}
-
-
-def _call_fragment(index: int, kind: str, text: str) -> Delta:
-    """More of a call's arguments (a function call's) or input text (a custom call's)."""
-    return {"tool_calls": [{"index": index, kind: {CALL_TEXT[kind]: text}}]}
-
-
-class ChunkEncoder:
-    """`chat.completion.chunk` JSON for one response. The envelope (id, created, model,
-    system_fingerprint) is serialised once; each chunk costs one encoding of its delta.
-
-    >>> encoder = ChunkEncoder(response_id="chatcmpl-1", created=1700000000, model="m")
-    >>> encoder.chunk(0, {"content": "Hi"})
-    b'{"id":"chatcmpl-1",...,"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}'
-    """
-
-    def __init__(
-        self, *, response_id: str, created: int, model: str, system_fingerprint: str | None = None
-    ) -> None:
-        envelope: dict[str, Any] = {
-            "id": response_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-        }
-        if system_fingerprint is not None:
-            envelope["system_fingerprint"] = system_fingerprint
-        self._head = json_bytes(envelope)[:-1] + b',"choices":['
-
-    @classmethod
-    def matching(cls, upstream: dict[str, Any], fallback_model: str) -> ChunkEncoder:
-        """An encoder that copies an upstream chunk's (or completion's) envelope, generating
-        whatever the upstream left out."""
-        return cls(
-            response_id=str(upstream.get("id") or f"chatcmpl-{uuid.uuid4().hex}"),
-            created=int(upstream.get("created") or time.time()),
-            model=str(upstream.get("model") or fallback_model),
-            system_fingerprint=upstream.get("system_fingerprint"),
-        )
-
-    def chunk(
-        self,
-        index: int,
-        delta: Delta,
-        finish_reason: str | None = None,
-        stop_reason: str | None = None,
-    ) -> bytes:
-        """`stop_reason`: the stop sequence the upstream said it stopped at, passed on as
-        vLLM writes it."""
-        reason = b"null" if finish_reason is None else json_bytes(finish_reason)
-        stop = b"" if stop_reason is None else b',"stop_reason":' + json_bytes(stop_reason)
-        return b'%s{"index":%d,"delta":%s,"finish_reason":%s%s}]}' % (
-            self._head,
-            index,
-            json_bytes(delta),
-            reason,
-            stop,
-        )
-
-    def usage(self, usage: Any) -> bytes:
-        return b'%s],"usage":%s}' % (self._head, json_bytes(usage))
-
-
-class MessageBuilder:
-    """Deltas added up into one non-streaming `message`, the way a client would add them."""
-
-    def __init__(self) -> None:
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        self._calls: list[dict[str, Any]] = []
-
-    def add(self, deltas: Iterable[Delta]) -> None:
-        for delta in deltas:
-            if CONTENT in delta:
-                self._content.append(delta[CONTENT])
-            if REASONING in delta:
-                self._reasoning.append(delta[REASONING])
-            for call in delta.get("tool_calls", ()):
-                if "id" in call:
-                    kind = call["type"]
-                    self._calls.append({"id": call["id"], "type": kind, kind: dict(call[kind])})
-                else:
-                    built = self._calls[call["index"]]
-                    kind = built["type"]
-                    built[kind][CALL_TEXT[kind]] += call[kind][CALL_TEXT[kind]]
-
-    def message(self, upstream_message: dict[str, Any]) -> dict[str, Any]:
-        """The upstream's message with content and tool calls replaced by the parsed ones."""
-        message = {
-            key: value
-            for key, value in upstream_message.items()
-            if key not in {"content", "tool_calls", "function_call"}
-        }
-        message["role"] = "assistant"
-        message["content"] = "".join(self._content) or None
-        if self._calls:
-            message["tool_calls"] = self._calls
-        if self._reasoning:
-            message[REASONING] = (message.get(REASONING) or "") + "".join(self._reasoning)
-        return message

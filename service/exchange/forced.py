@@ -25,10 +25,11 @@ from protocols import (
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
 from ..upstream import checked_envelope
-from ..wire import DONE_EVENT, EventStream, data_event
-from .chunks import ROLE_DELTA, ChunkEncoder, Delta, DeltaMapper, MessageBuilder, finish_reason
+from .deltas import DeltaMapper, finish_reason
+from .events import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart, Delta, Event
 from .request import ChatRequest, content_text
 from .rewrite import offered_tools
+from .whole import message_order, whole_choice_end
 
 TEXT_ID = "text"
 # Usage fields that add up over the answers one forced call took.
@@ -137,37 +138,29 @@ def _summed_usage(usages: list[Any]) -> Any:
     }
 
 
-def forced_call_completion(
-    answer: dict[str, Any], deltas: list[Delta], reason: str
-) -> dict[str, Any]:
-    """The non-streaming answer: the upstream's completion with its message replaced."""
+def forced_events(
+    answer: dict[str, Any], deltas: list[Delta], reason: str, *, whole: bool
+) -> list[Event]:
+    """The answer's events (`outcome()`'s): one choice holding the call (or the text). A
+    whole one is the upstream's first answer with its message replaced, its reasoning kept;
+    a streamed one is the call alone."""
     first = _first_choice(answer)
-    builder = MessageBuilder()
-    builder.add(deltas)
-    message = builder.message(first.get("message") or {})
-    choice = {**first, "index": 0, "message": message, "finish_reason": reason}
-    return {**answer, "choices": [choice]}
+    usage = answer.get("usage")
+    if whole:
+        start = AnswerStart(answer)
+        deltas = message_order(first.get("message") or {}, deltas)
+        end = whole_choice_end({**first, "index": 0}, reason)
+    else:
+        start, end = AnswerStart(checked_envelope(answer)), ChoiceEnd(reason)
+    return [
+        start,
+        ChoiceStart(),
+        *deltas,
+        end,
+        AnswerEnd(usage if isinstance(usage, dict) else None),
+    ]
 
 
 def _first_choice(answer: dict[str, Any]) -> dict[str, Any]:
     first: dict[str, Any] = (answer.get("choices") or [{}])[0]
     return first
-
-
-async def forced_call_events(
-    answer: dict[str, Any],
-    deltas: list[Delta],
-    reason: str,
-    *,
-    include_usage: bool,
-    fallback_model: str,
-) -> EventStream:
-    """The streaming answer: role, the call's start and arguments (or the text), finish,
-    usage, [DONE]."""
-    encoder = ChunkEncoder.matching(checked_envelope(answer), fallback_model)
-    for delta in [ROLE_DELTA, *deltas]:
-        yield data_event(encoder.chunk(0, delta))
-    yield data_event(encoder.chunk(0, {}, reason))
-    if include_usage and answer.get("usage") is not None:
-        yield data_event(encoder.usage(answer["usage"]))
-    yield DONE_EVENT

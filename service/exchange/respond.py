@@ -1,0 +1,111 @@
+"""The engine's answer written by a front door's writer and sent: whole, as one JSON body, or
+streamed, each event's bytes as the writer makes them. A failure in the writer itself ends a
+stream as the upstream's would, with the writer's own failure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from starlette.responses import Response
+
+from ..observability import ParserTrace
+from ..settings import Settings
+from ..upstream import ClosingResponse, UpstreamStream
+from ..wire import EventStream, ProxyError, joined_when_ready, json_response
+from .engine import Answer
+from .events import AnswerEnd, Event, Failure, Writer
+from .stream import Events, internal_error
+
+# Comment events keep idle intermediaries from closing the stream during a long prefill;
+# clients ignore them.
+KEEPALIVE_PING_SECONDS = 15
+
+logger = logging.getLogger(__name__)
+
+Finished = Callable[[], Awaitable[None]]
+
+
+async def respond(
+    answer: Answer, writer: Writer, settings: Settings, *, on_finished: Finished | None = None
+) -> Response:
+    """`answer` written by `writer`, whole or streamed as the client asked. `on_finished` is
+    awaited once an answer ended well, before its last bytes (or its whole body) are sent.
+
+    >>> answer = await exchange.answered()
+    >>> return await respond(answer, ChatWriter(...), settings)
+    """
+    if not answer.stream:
+        assert isinstance(answer.events, list), "a whole answer's events are all known"
+        for event in answer.events:
+            writer.write(event)
+        if on_finished is not None:
+            await on_finished()
+        return traced_json_response(writer.whole(), answer.trace)
+    events = answer.events
+    batches = _one_batch(events) if isinstance(events, list) else events
+    written = written_stream(writer, batches, on_finished=on_finished)
+    return traced_event_response(written, answer.trace, answer.upstream, settings)
+
+
+async def written_stream(
+    writer: Writer, batches: Events, *, on_finished: Finished | None = None
+) -> EventStream:
+    """The bytes `writer` makes of each list of events, joined. A failure of the writer (or
+    of `on_finished`) is written as the answer's `Failure`: the stream ends as a failed
+    upstream's would."""
+    written: list[bytes] = []
+    async with aclosing(batches):
+        try:
+            async for batch in batches:
+                for event in batch:
+                    written.append(writer.write(event))
+                    if on_finished is not None and isinstance(event, AnswerEnd):
+                        await on_finished()
+                if data := b"".join(written):
+                    yield data
+                written.clear()
+        except Exception as error:
+            if isinstance(error, ProxyError):
+                logger.warning("answer failed: %s", error.message)
+            else:
+                logger.exception("streaming answer failed")
+                error = internal_error()
+            written.append(writer.write(Failure(error)))
+            yield b"".join(written)
+
+
+async def _one_batch(events: list[Event]) -> Events:
+    yield events
+
+
+def traced_json_response(answer: Any, trace: ParserTrace | None) -> Response:
+    if trace is not None:
+        trace.client_answer(answer)
+    return json_response(answer)
+
+
+def traced_event_response(
+    events: EventStream,
+    trace: ParserTrace | None,
+    upstream: UpstreamStream | None,
+    settings: Settings,
+) -> Response:
+    """An event stream; `upstream`, if any, owned by the response: closed however it ends,
+    even if the client left before the first event was pulled."""
+    if trace is not None:
+        events = trace.client_events(events)
+    # At shutdown sse-starlette would end the stream at once; it gets DRAIN_TIMEOUT to finish,
+    # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
+    response = EventSourceResponse(
+        joined_when_ready(events),
+        ping=KEEPALIVE_PING_SECONDS,
+        sep="\n",
+        shutdown_grace_period=settings.drain_timeout,
+    )
+    if upstream is None:
+        return response
+    return ClosingResponse(response, upstream, send_timeout=settings.server_send_timeout)

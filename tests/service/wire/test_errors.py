@@ -1,0 +1,32 @@
+"""Error shapes by path: OpenAI's everywhere, but under the paths a front door registered
+with its own shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.wire import INVALID_REQUEST, ErrorShapes, error_body
+
+BODY = error_body("no such thing", error_type=INVALID_REQUEST, param="x")
+
+
+def other_api(error: dict[str, Any], status: int) -> dict[str, Any]:
+    return {"problem": error["message"], "status": status}
+
+
+def test_a_registered_path_and_the_paths_below_it_answer_in_its_shape() -> None:
+    shapes = ErrorShapes({"/v1/other": other_api})
+
+    assert shapes.shaped("/v1/other", BODY, 400) == {"problem": "no such thing", "status": 400}
+    assert shapes.shaped("/v1/other/count", BODY, 404) == {
+        "problem": "no such thing",
+        "status": 404,
+    }
+
+
+def test_a_path_that_only_begins_with_the_same_letters_answers_in_openais_shape() -> None:
+    shapes = ErrorShapes({"/v1/other": other_api})
+
+    assert shapes.shaped("/v1/otherwise", BODY, 400) == BODY
+    assert shapes.shaped("/v1/chat/completions", BODY, 400) == BODY
+    assert ErrorShapes().shaped("/v1/other", BODY, 400) == BODY
