@@ -1,10 +1,6 @@
 """Commands a test runs to their end (a benchmark script, a client CLI), each in a process group
 of its own, so that whatever it started (servers, workers, a native binary) is stopped with
-it, whether it ended, failed or hung.
-
-A test waits for the command's exit, not for a time. The one bound, `HUNG_AFTER_SECONDS`, is
-far beyond any run on a loaded machine: it is there so that a hung command fails its test
-instead of stalling the suite until CI's own limit."""
+it, whether it ended, failed or hung (see `waits`)."""
 
 from __future__ import annotations
 
@@ -15,7 +11,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
 
-HUNG_AFTER_SECONDS = 600
+from waits import HUNG_AFTER_SECONDS
 
 
 def run(command: Sequence[str], **options: Any) -> subprocess.CompletedProcess[str]:
