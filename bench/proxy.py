@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,8 @@ MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 UVICORN = [sys.executable, "-m", "uvicorn", "--log-level", "warning"]
 # How long a server has to stop once asked before it is killed.
 STOP_SECONDS = 10
+# Between two looks at a starting server.
+POLL_SECONDS = 0.05
 
 
 def free_port() -> int:
@@ -109,15 +111,26 @@ def server(command: list[str], port: int, env: dict[str, str] | None = None) -> 
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):  # start-up, not a measurement: poll until it answers
-            try:
-                httpx.get(f"{url}/healthz", timeout=0.5)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
+        # Start-up, not a measurement: however long a loaded machine takes.
+        while not answers(lambda: httpx.get(f"{url}/healthz"), httpx.TransportError, process):
+            time.sleep(POLL_SECONDS)
         yield Server(url, process.pid)
     finally:
         stop(process)
+
+
+def answers(
+    call: Callable[[], object], refused: type[Exception], process: subprocess.Popen[bytes]
+) -> bool:
+    """Whether a starting server answers `call` yet (False while it raises `refused`); one
+    that exited instead ends the benchmark."""
+    try:
+        call()
+        return True
+    except refused:
+        if process.poll() is not None:
+            raise SystemExit(f"{process.args} exited with status {process.returncode}") from None
+        return False
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

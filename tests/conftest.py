@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 import socket
-import ssl
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 import redis
@@ -20,17 +18,10 @@ from hypothesis import settings
 pytest.register_assert_rewrite("servers")
 
 from redis_server import RedisServer  # noqa: E402
-from servers import Proxy, StartProxy, serve  # noqa: E402
+from servers import Proxy, StartProxy, http_client, serve  # noqa: E402
 from upstream_server import ScriptedUpstream  # noqa: E402
 
 from protocols import protocol_names  # noqa: E402
-
-# A bound, not synchronisation: a broken proxy fails its test instead of hanging it.
-CLIENT_TIMEOUT_SECONDS = 10.0
-
-# Every client the tests open shares one TLS context: each new httpx client would otherwise
-# load the CA bundle again (tens of milliseconds), though the tests speak plain HTTP.
-CLIENT_TLS = ssl.create_default_context()
 
 # Property tests run the same examples on every run and every machine: a failure in CI is
 # reproducible at once, and a loaded CI runner cannot fail a test by being slow (no deadline).
@@ -95,13 +86,9 @@ def start_proxy(upstream_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
             app = create_app(Settings(**{"upstream_base_url": upstream_url, **settings}))
             url = stack.enter_context(serve(app))
             client = openai.OpenAI(
-                base_url=url + "/v1",
-                api_key="test",
-                max_retries=0,
-                timeout=CLIENT_TIMEOUT_SECONDS,
-                http_client=httpx.Client(verify=CLIENT_TLS, timeout=CLIENT_TIMEOUT_SECONDS),
+                base_url=url + "/v1", api_key="test", max_retries=0, http_client=http_client()
             )
-            http = httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS, verify=CLIENT_TLS)
+            http = http_client(base_url=url)
             stack.enter_context(client)
             stack.enter_context(http)
             return Proxy(url, client, http)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+from processes import run as run_to_the_end
 from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -18,13 +18,8 @@ SERVERS = ("bare relay", "toolcall-proxy")
 
 
 def run(script: str, *arguments: str) -> str:
-    finished = subprocess.run(
-        [sys.executable, str(BENCH / script), *arguments],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """The script run to its end; the servers it started are stopped with it, even if it hung."""
+    finished = run_to_the_end([sys.executable, str(BENCH / script), *arguments])
     assert finished.returncode == 0, finished.stderr
     return finished.stdout
 

@@ -1,19 +1,19 @@
 """The Vercel AI SDK 6's default OpenAI provider (`openai(model)`, the Responses API) against
 the proxy, run with node: generateText and streamText with a tool executed between two steps.
 
-The locked packages are installed into tests/ai_sdk with `npm ci` on first use (the npm
-registry is the only network this needs). Only a machine without node skips this."""
+The locked packages are installed into tests/clients/ai_sdk with `npm ci` on first use (the
+npm registry is the only network this needs), and run with the test extra's node."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from node_projects import NODE, install
 from observability import scrape
+from processes import run as run_to_the_end
 from servers import StartProxy
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
@@ -21,8 +21,6 @@ from service.settings import DEFAULT_RESPONSE_STORE_SIZE
 
 PROJECT = Path(__file__).parent / "ai_sdk"
 SCRIPT = PROJECT / "weather_agent.mjs"
-# A bound, not a wait: a hung run fails the test instead of stalling the suite.
-NODE_TIMEOUT_SECONDS = 60
 STORE_EVENTS = "toolcall_proxy_response_store_events_total"
 
 
@@ -31,7 +29,6 @@ def ai_sdk_installed() -> None:
     install(PROJECT, PROJECT / "node_modules" / "ai")
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 @pytest.mark.parametrize(
     ("mode", "store_size", "replicas"),
     [
@@ -57,14 +54,10 @@ def test_ai_sdk_executes_the_tool_and_answers_in_a_second_step(
     proxies = [start_proxy(response_store_size=store_size, **shared) for _ in range(replicas)]
     upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]), Reply("Sunny in Paris."))
 
-    run = subprocess.run(
+    run = run_to_the_end(
         [str(NODE), str(SCRIPT), mode],
         cwd=PROJECT,
         env={**os.environ, "PROXY_URL": ",".join(proxy.url + "/v1" for proxy in proxies)},
-        capture_output=True,
-        text=True,
-        timeout=NODE_TIMEOUT_SECONDS,
-        check=False,
     )
 
     assert run.returncode == 0, run.stderr

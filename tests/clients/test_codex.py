@@ -5,15 +5,14 @@ shell for a model name it does not know, the free-form `apply_patch` for an Open
 reads it back with the shell, and reports what it holds.
 
 The locked package is installed into tests/clients/codex with `npm ci` on first use (the npm
-registry is the only network this needs). Codex itself reaches nothing but loopback: its
-home is a temporary folder, its analytics, update check and plugin sync are off, and any
-other HTTP it tried would go to a proxy that refuses connections. Only a machine without
-node skips this."""
+registry is the only network this needs), and run with the test extra's node. Codex itself
+reaches nothing but loopback: its home is a temporary folder, its analytics, update check and
+plugin sync are off, and any other HTTP it tried would go to a proxy that refuses
+connections."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -22,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from node_projects import NODE, install
+from node_projects import install, path_with_node
+from processes import run as run_to_the_end
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
 
@@ -31,8 +31,6 @@ from protocols import get_protocol
 PROJECT = Path(__file__).parent / "codex"
 CODEX = PROJECT / "node_modules" / ".bin" / "codex"
 CLIENTS_PAGE = Path(__file__).parents[2] / "docs" / "clients.md"
-# A bound, not a wait: a hung run fails the test instead of stalling the suite.
-CODEX_TIMEOUT_SECONDS = 60
 # What the documented provider block points at, replaced by the served proxy and the model.
 DOCUMENTED_URL = "http://127.0.0.1:8000/v1"
 DOCUMENTED_MODEL = 'model = "qwen2.5-coder-7b"'
@@ -87,7 +85,6 @@ def pieces(text: str, size: int = 40) -> list[str]:
     return [text[at : at + size] for at in range(0, len(text), size)]
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 @pytest.mark.parametrize("protocol", ["json-mix", "morph-xml"])
 @pytest.mark.parametrize(
     ("model", "writer"),
@@ -128,15 +125,11 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
         Reply(*pieces(done)),
     )
 
-    run = subprocess.run(
+    run = run_to_the_end(
         [str(CODEX), "exec", "--skip-git-repo-check", "--json", "-C", str(work), "Write it."],
         cwd=work,
         env=codex_environment(home, refused_proxy),
         stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CODEX_TIMEOUT_SECONDS,
-        check=False,
     )
 
     assert run.returncode == 0, run.stdout + run.stderr
@@ -162,7 +155,7 @@ def codex_environment(home: Path, refused_proxy: str) -> dict[str, str]:
     proxies = {name: refused_proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
     loopback = "127.0.0.1,localhost"
     return {
-        "PATH": os.environ["PATH"],
+        "PATH": path_with_node(),
         "HOME": str(home),
         "CODEX_HOME": str(home / ".codex"),
         KEY_VARIABLE: "unused",

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,19 +19,18 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import DONE, WEATHER_TOOL, chat_body, read_events
+from servers import DONE, WEATHER_TOOL, chat_body, http_client, read_events
 from upstream_server import Paused, ScriptedUpstream
+from waits import HUNG_AFTER_SECONDS
 
 from service.__main__ import banner
 from service.settings import Settings
 
-# Bounds, not synchronisation: a broken command fails its test instead of hanging it.
-LINE_WITHIN_SECONDS = 30.0
-EXIT_WITHIN_SECONDS = 30.0
-CLIENT_TIMEOUT_SECONDS = 30.0
-# httpx backs off exponentially between connection attempts: 8 retries wait about a minute.
-CONNECT_RETRIES = 8
 STARTED = "Application startup complete."
+# What uvicorn logs once its socket listens: after the startup line when there is one worker.
+LISTENING = "Uvicorn running on"
+# Between two looks at a command that says nothing while it starts.
+POLL_SECONDS = 0.05
 # How a process ends after a graceful stop on SIGTERM: uvicorn re-raises the signal once it
 # has shut down (a single process); its supervisor of several workers exits 0.
 STOPPED = {0, -signal.SIGTERM}
@@ -51,12 +51,14 @@ class RunningProxy:
     """A `toolcall-proxy` process; its output lines (stderr and stdout, each decoded as a
     JSON object) collected as they are written."""
 
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+    def __init__(self, process: subprocess.Popen[str], url: str, http: httpx.Client) -> None:
         self.process = process
         self.url = url
+        self.http = http  # a client with the proxy's URL as its base
         self.lines: list[dict[str, Any]] = []
         self.raw: list[str] = []
         self._written = threading.Condition()
+        self._streams_open = 2
         self._readers = [
             threading.Thread(target=self._read, args=(stream,), daemon=True)
             for stream in (process.stdout, process.stderr)
@@ -65,16 +67,24 @@ class RunningProxy:
             reader.start()
 
     def _read(self, stream: Any) -> None:
-        for raw in stream:
+        try:
+            for raw in stream:
+                with self._written:
+                    self.raw.append(raw)
+                    self.lines.append(json.loads(raw))  # a line that is not JSON fails the test
+                    self._written.notify_all()
+        finally:
             with self._written:
-                self.raw.append(raw)
-                self.lines.append(json.loads(raw))  # a line that is not JSON fails the test
+                self._streams_open -= 1
                 self._written.notify_all()
 
     def wait_for(self, wanted: Callable[[list[dict[str, Any]]], bool]) -> None:
+        """Until the lines written so far are `wanted`, or the command has ended."""
         with self._written:
-            found = self._written.wait_for(lambda: wanted(self.lines), LINE_WITHIN_SECONDS)
-        assert found, f"no such lines among {self.raw}"
+            self._written.wait_for(
+                lambda: wanted(self.lines) or not self._streams_open, HUNG_AFTER_SECONDS
+            )
+            assert wanted(self.lines), f"no such lines among {self.raw}"
 
     def messages(self, message: str) -> list[dict[str, Any]]:
         return [line for line in self.lines if line["message"] == message]
@@ -82,9 +92,9 @@ class RunningProxy:
     def stop(self) -> int:
         """SIGTERM, as Kubernetes stops a container; every line read; the exit status."""
         self.process.send_signal(signal.SIGTERM)
-        status = self.process.wait(EXIT_WITHIN_SECONDS)
+        status = self.process.wait(HUNG_AFTER_SECONDS)
         for reader in self._readers:
-            reader.join(EXIT_WITHIN_SECONDS)
+            reader.join(HUNG_AFTER_SECONDS)
         return status
 
 
@@ -109,7 +119,7 @@ def command_environment(**environment: str) -> dict[str, str]:
 @contextmanager
 def running(*flags: str, started: bool = True, **environment: str) -> Iterator[RunningProxy]:
     """`toolcall-proxy --port <free> *flags` in `command_environment(**environment)`; if
-    `started`, returned once every worker has said so."""
+    `started`, returned once it listens and every worker has said it started."""
     env = command_environment(**environment)
     port = free_port()
     process = subprocess.Popen(
@@ -119,25 +129,31 @@ def running(*flags: str, started: bool = True, **environment: str) -> Iterator[R
         stderr=subprocess.PIPE,
         text=True,
     )
-    proxy = RunningProxy(process, f"http://127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}"
+    proxy = RunningProxy(process, url, http_client(base_url=url))
     try:
         workers = int(environment.get("PROXY_WORKERS", "1"))
         if started:
-            proxy.wait_for(lambda lines: len(proxy.messages(STARTED)) == workers)
+            proxy.wait_for(
+                lambda lines: (
+                    len(proxy.messages(STARTED)) == workers
+                    and any(line["message"].startswith(LISTENING) for line in lines)
+                )
+            )
         yield proxy
     finally:
+        proxy.http.close()
         if process.poll() is None:
             process.kill()
-            process.wait(EXIT_WITHIN_SECONDS)
+            process.wait(HUNG_AFTER_SECONDS)
 
 
 def test_every_line_is_one_json_object_with_time_level_logger_message_and_request_id() -> None:
     with running(DEBUG_PARSER_MW="loud") as proxy:
-        response = httpx.post(
-            proxy.url + "/v1/chat/completions",
+        response = proxy.http.post(
+            "/v1/chat/completions",
             json={**chat_body(WEATHER_TOOL, stream=True), "model": "demo"},
             headers={"x-request-id": "json-logs-1"},
-            timeout=CLIENT_TIMEOUT_SECONDS,
         )
         assert response.status_code == 200
         assert proxy.stop() in STOPPED
@@ -161,7 +177,7 @@ def test_every_line_is_one_json_object_with_time_level_logger_message_and_reques
 
 def test_service_link_variables_are_ignored_with_one_warning_each() -> None:
     with running(**SERVICE_LINKS) as proxy:
-        response = httpx.get(proxy.url + "/metrics", timeout=CLIENT_TIMEOUT_SECONDS)
+        response = proxy.http.get("/metrics")
         assert proxy.stop() in STOPPED
 
     assert response.status_code == 200  # METRICS_PORT unset: metrics on the API port
@@ -173,8 +189,8 @@ def test_two_workers_create_a_missing_multiprocess_directory_and_answer(tmp_path
     directory = tmp_path / "not" / "there"
 
     with running(PROXY_WORKERS="2", PROMETHEUS_MULTIPROC_DIR=str(directory)) as proxy:
-        health = httpx.get(proxy.url + "/healthz", timeout=CLIENT_TIMEOUT_SECONDS)
-        metrics = httpx.get(proxy.url + "/metrics", timeout=CLIENT_TIMEOUT_SECONDS)
+        health = proxy.http.get("/healthz")
+        metrics = proxy.http.get("/metrics")
         assert proxy.stop() in STOPPED
 
     assert health.status_code == 200
@@ -183,12 +199,21 @@ def test_two_workers_create_a_missing_multiprocess_directory_and_answer(tmp_path
     assert directory.is_dir()
 
 
+def health_once_listening(proxy: RunningProxy) -> httpx.Response | None:
+    """GET /healthz, or None while the command is still starting."""
+    try:
+        return proxy.http.get("/healthz")
+    except httpx.ConnectError:
+        assert proxy.process.poll() is None, f"the command exited: {proxy.raw}"
+        return None
+
+
 def test_log_level_warning_quiets_access_lines_and_uvicorn() -> None:
-    # Nothing announces the start at this level: the client retries its connection instead.
-    transport = httpx.HTTPTransport(retries=CONNECT_RETRIES)
     with running("--log-level", "warning", started=False) as proxy:
-        with httpx.Client(transport=transport, timeout=CLIENT_TIMEOUT_SECONDS) as client:
-            assert client.get(proxy.url + "/healthz").status_code == 200
+        # Nothing announces the start at this level: asked until it answers (or has exited).
+        while (health := health_once_listening(proxy)) is None:
+            time.sleep(POLL_SECONDS)
+        assert health.status_code == 200
         assert proxy.stop() in STOPPED
 
     assert [line for line in proxy.lines if line["level"] == "info"] == []
@@ -201,11 +226,8 @@ def test_a_stream_open_at_shutdown_finishes_before_the_process_exits(
     upstream.script(step)
 
     with running("--upstream", upstream_url, DRAIN_TIMEOUT="60") as proxy:
-        with httpx.stream(
-            "POST",
-            proxy.url + "/v1/chat/completions",
-            json=chat_body(WEATHER_TOOL, stream=True),
-            timeout=CLIENT_TIMEOUT_SECONDS,
+        with proxy.http.stream(
+            "POST", "/v1/chat/completions", json=chat_body(WEATHER_TOOL, stream=True)
         ) as response:
             lines = response.iter_lines()
             events = []
@@ -217,7 +239,7 @@ def test_a_stream_open_at_shutdown_finishes_before_the_process_exits(
             proxy.wait_for(lambda lines: any(x["message"] == SHUTTING_DOWN for x in lines))
             step.resume.set()
             events += list(read_events(lines))
-        status = proxy.process.wait(EXIT_WITHIN_SECONDS)
+        status = proxy.process.wait(HUNG_AFTER_SECONDS)
 
     assert events[-1] == DONE
     text = "".join(
@@ -246,10 +268,8 @@ def test_no_line_carries_a_query_string_even_with_the_access_log_off() -> None:
     secret = "query-secret-3141"
 
     with running(ACCESS_LOG="false", LOG_LEVEL="debug") as proxy:
-        response = httpx.post(
-            proxy.url + f"/v1/embeddings?api-key={secret}",
-            json={"model": "demo", "input": "x"},
-            timeout=CLIENT_TIMEOUT_SECONDS,
+        response = proxy.http.post(
+            f"/v1/embeddings?api-key={secret}", json={"model": "demo", "input": "x"}
         )
         assert proxy.stop() in STOPPED
 
@@ -278,7 +298,7 @@ def refused_command(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=EXIT_WITHIN_SECONDS,
+        timeout=HUNG_AFTER_SECONDS,
     )
 
 

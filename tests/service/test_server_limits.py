@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
 
-import httpx
 import pytest
 from raw_http import connect, parse_reply, read_until_closed
-from servers import chat_body
-from upstream_server import PAUSE_BOUND_SECONDS, Paused, Reply, ScriptedUpstream
+from servers import chat_body, http_client
+from upstream_server import Paused, Reply, ScriptedUpstream
+from waits import HUNG_AFTER_SECONDS
 
 from service.app import create_app
 from service.server_limits import GuardedHttpToolsProtocol, ServerLimits, server_options
@@ -30,8 +30,6 @@ HEADER_FLOOD_BYTES = 60 * 1024 * 1024
 FLOOD_LINE = b"X-Flood: " + b"a" * 8183 + b"\r\n"  # 8 KiB per header line
 # More idle connections than the cap allows requests, as a client pool or a scanner leaves them.
 IDLE_CONNECTIONS = 8
-# Bounds, not synchronisation: a broken server fails the test instead of hanging it.
-CLIENT_TIMEOUT_SECONDS = 10.0
 PROBES = ("/healthz", "/readyz", "/metrics")
 
 ServeProxy = Callable[..., str]
@@ -169,7 +167,7 @@ def test_idle_connections_do_not_take_the_concurrency_cap(
     url = serve_capped_proxy(serve_proxy, cap=1)
     upstream.script(Reply("Hello."), Reply("Again."))
 
-    with ExitStack() as idle, httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS) as http:
+    with ExitStack() as idle, http_client(base_url=url) as http:
         for _ in range(IDLE_CONNECTIONS):
             idle.enter_context(connect(url))
         health = http.get("/healthz")
@@ -188,11 +186,11 @@ def test_probes_pass_while_requests_in_flight_fill_the_cap_and_others_get_503(
     upstream.script(held)
 
     with (
-        httpx.Client(base_url=url, timeout=CLIENT_TIMEOUT_SECONDS) as http,
+        http_client(base_url=url) as http,
         http.stream("POST", "/v1/chat/completions", json=chat_body(stream=True)) as first,
     ):
         assert first.status_code == 200, first.read()
-        assert held.paused.wait(PAUSE_BOUND_SECONDS), "the upstream never got the request"
+        assert held.paused.wait(HUNG_AFTER_SECONDS), "the upstream never got the request"
         probes = {path: http.get(path).status_code for path in PROBES}
         refused = http.post("/v1/chat/completions", json=chat_body())
         refused_messages = http.post("/v1/messages", json={"model": "m", "max_tokens": 5})

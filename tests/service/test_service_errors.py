@@ -12,11 +12,10 @@ import pytest
 from observability import caught_logs
 from servers import MODEL, QUESTION, WEATHER_TOOL, Proxy, StartProxy, chat_body, read_events
 from upstream_server import Drop, Fail, Hang, Reply, ScriptedUpstream, Step
+from waits import HUNG_AFTER_SECONDS
 
 # Short, so the timeout tests are quick; the scripted upstream never answers in time.
 READ_TIMEOUT_SECONDS = 0.5
-# A bound, not synchronisation: how long the upstream may take to notice a hang-up.
-DISCONNECT_SEEN_WITHIN_SECONDS = 5.0
 BAD_REQUESTS = [
     pytest.param(b'{"model": "test-model", "messages": [', id="malformed-json"),
     pytest.param(json.dumps({"model": MODEL}).encode(), id="missing-messages"),
@@ -128,7 +127,7 @@ def test_upstream_that_never_answers_is_a_504_and_is_hung_up_on(
 
     assert response.status_code == 504
     assert_openai_error(response.json())
-    assert upstream.client_gone.wait(DISCONNECT_SEEN_WITHIN_SECONDS)
+    assert upstream.client_gone.wait(HUNG_AFTER_SECONDS)
 
 
 def test_client_leaving_before_the_upstream_answers_closes_the_upstream_request(
@@ -143,7 +142,7 @@ def test_client_leaving_before_the_upstream_answers_closes_the_upstream_request(
             timeout=READ_TIMEOUT_SECONDS,
         )
 
-    assert upstream.client_gone.wait(DISCONNECT_SEEN_WITHIN_SECONDS)
+    assert upstream.client_gone.wait(HUNG_AFTER_SECONDS)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +185,7 @@ def test_client_leaving_mid_stream_closes_the_upstream_request(
             if event["choices"][0]["delta"].get("content"):
                 break  # upstream is mid-answer; hang up
 
-    assert upstream.client_gone.wait(DISCONNECT_SEEN_WITHIN_SECONDS)
+    assert upstream.client_gone.wait(HUNG_AFTER_SECONDS)
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from upstream_server import (
     completion_body,
     event_stream,
 )
+from waits import HUNG_AFTER_SECONDS
 
 JSON_CONTENT = {"content-type": "application/json"}
 # Unusual spacing, key order and number spelling: re-serialising would change the bytes.
@@ -28,7 +29,6 @@ TOOLS_FREE_STREAMED_CHAT = (
     b'{"stream":true,"model":"test-model","messages":[{"role":"user","content":"Hi"}],'
     b' "stream_options":{"include_usage":true},"x_vendor":{"keep":[1, 2.0]}}'
 )
-DISCONNECT_SEEN_WITHIN_SECONDS = 5.0
 
 
 def decode_events(raw: bytes) -> list[Any]:
@@ -103,7 +103,7 @@ def test_other_endpoint_streams_while_upstream_is_still_answering(
         first = next(read_events(response.iter_lines()))
 
     assert first == upstream_events(hang, raw)[0]
-    assert upstream.client_gone.wait(DISCONNECT_SEEN_WITHIN_SECONDS)
+    assert upstream.client_gone.wait(HUNG_AFTER_SECONDS)
 
 
 def test_model_list_comes_from_upstream(upstream: ScriptedUpstream, proxy: Proxy) -> None:

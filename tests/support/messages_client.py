@@ -9,10 +9,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import anthropic
-from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy
+import httpx2
+from servers import CLIENT_TLS, MODEL, TIME_TOOL, WEATHER_TOOL, Proxy
+from waits import HUNG_AFTER_SECONDS
 
 # Bounds, not synchronisation: a broken proxy fails its test instead of hanging it.
-CLIENT_TIMEOUT_SECONDS = 10.0
 MAX_TOKENS = 1024
 BLOCK_EVENTS = {"content_block_start", "content_block_delta", "content_block_stop"}
 # The SDK's own events, derived from the raw ones as it accumulates them.
@@ -45,7 +46,8 @@ def anthropic_client(
         api_key=api_key if bearer else None,
         default_headers={} if bearer else {"x-api-key": api_key},
         max_retries=0,
-        timeout=CLIENT_TIMEOUT_SECONDS,
+        # The SDK's own httpx fork, with the shared TLS context (see `servers.CLIENT_TLS`).
+        http_client=httpx2.Client(verify=CLIENT_TLS, timeout=HUNG_AFTER_SECONDS),
     )
     with client:
         yield client

@@ -19,9 +19,7 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
-
-# A bound, not synchronisation: how long a line may take to be written after its cause.
-LOG_LINE_WITHIN_SECONDS = 5.0
+from waits import HUNG_AFTER_SECONDS
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ class CaughtLogs(logging.Handler):
         with self._written:
             found = self._written.wait_for(
                 lambda: next((m for m in self.messages if wanted(m)), None),
-                LOG_LINE_WITHIN_SECONDS,
+                HUNG_AFTER_SECONDS,
             )
         assert found is not None, f"no such line among {self.messages}"
         return found

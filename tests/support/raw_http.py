@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-# A bound, not synchronisation: a server that never answers fails the test instead of
-# hanging it.
-SOCKET_TIMEOUT_SECONDS = 10.0
+from waits import HUNG_AFTER_SECONDS
+
 READ_SIZE = 65536
 
 
@@ -33,8 +32,8 @@ class RawReply:
 def connect(url: str) -> socket.socket:
     """A connected socket to the server at `url` ("http://127.0.0.1:PORT")."""
     parts = urlsplit(url)
-    sock = socket.create_connection((parts.hostname, parts.port), SOCKET_TIMEOUT_SECONDS)
-    sock.settimeout(SOCKET_TIMEOUT_SECONDS)
+    sock = socket.create_connection((parts.hostname, parts.port), HUNG_AFTER_SECONDS)
+    sock.settimeout(HUNG_AFTER_SECONDS)
     return sock
 
 

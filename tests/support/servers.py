@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -20,11 +21,14 @@ import httpx
 import openai
 import uvicorn
 from starlette.types import ASGIApp
+from waits import HUNG_AFTER_SECONDS
 
-# Bounds, not synchronisation: a broken server fails the test instead of hanging it.
-STARTUP_SECONDS = 10
+# A server thread stuck past its stop is left behind (a daemon), not waited for.
 THREAD_JOIN_SECONDS = 10
 DONE = "[DONE]"
+# Every client the tests open shares one TLS context: each new httpx client would otherwise
+# load the CA bundle again (about 25 ms of CPU), though the tests speak plain HTTP.
+CLIENT_TLS = ssl.create_default_context()
 
 WEATHER_TOOL = {
     "type": "function",
@@ -68,6 +72,12 @@ def chat_body(*tools: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return {**body, **fields}
 
 
+def http_client(**options: Any) -> httpx.Client:
+    """An httpx client as the tests open them (`options`: more `httpx.Client` arguments): the
+    shared TLS context, and no timeout that a slow machine could reach (see `waits`)."""
+    return httpx.Client(verify=CLIENT_TLS, timeout=HUNG_AFTER_SECONDS, **options)
+
+
 @contextmanager
 def serve(app: ASGIApp, **options: Any) -> Iterator[str]:
     """Run `app` under uvicorn on its own event loop in a daemon thread, on a socket bound
@@ -98,7 +108,7 @@ def serve(app: ASGIApp, **options: Any) -> Iterator[str]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        started.wait(STARTUP_SECONDS)
+        started.wait()  # set once started, or once the attempt failed
         assert server.started, "the server did not start; see the error above"
         yield f"http://127.0.0.1:{port}"
     finally:

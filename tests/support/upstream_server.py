@@ -23,12 +23,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+from waits import HUNG_AFTER_SECONDS
 
 from protocols import get_protocol, protocol_names
 
 UPSTREAM_ID = "chatcmpl-upstream"
-# A bound, not synchronisation: a test that fails before resuming a `Paused` step frees it.
-PAUSE_BOUND_SECONDS = 30
 CREATED = 1_700_000_000
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 MODELS = {
@@ -276,7 +275,7 @@ class ScriptedUpstream:
         for event in events[:split]:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         step.paused.set()
-        resumed = await anyio.to_thread.run_sync(step.resume.wait, PAUSE_BOUND_SECONDS)
+        resumed = await anyio.to_thread.run_sync(step.resume.wait, HUNG_AFTER_SECONDS)
         assert resumed, "the test never resumed the paused upstream"
         for event in events[split:]:
             await send({"type": "http.response.body", "body": event, "more_body": True})

@@ -7,10 +7,18 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-import httpx
 import pytest
 from observability import caught_logs, scrape
-from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy, chat_body, read_events
+from servers import (
+    MODEL,
+    TIME_TOOL,
+    WEATHER_TOOL,
+    Proxy,
+    StartProxy,
+    chat_body,
+    http_client,
+    read_events,
+)
 from upstream_server import (
     TIME_CALL,
     USAGE,
@@ -21,7 +29,6 @@ from upstream_server import (
     ScriptedUpstream,
 )
 
-CLIENT_TIMEOUT_SECONDS = 10.0
 STREAM_FLAG = {False: "false", True: "true"}
 
 
@@ -188,7 +195,7 @@ def test_metrics_port_serves_metrics_that_the_api_port_does_not(start_proxy: Sta
     proxy = start_proxy(metrics_port=port)
     proxy.http.get("/healthz")
 
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=CLIENT_TIMEOUT_SECONDS) as http:
+    with http_client(base_url=f"http://127.0.0.1:{port}") as http:
         metrics = scrape(http)
 
     assert proxy.http.get("/metrics").status_code == 404
