@@ -110,7 +110,7 @@ class Translation:
         """The request's record told its model and stream, the hosted tools left out
         (`dropped`) counted, its route's upstream and protocol chosen, its body made."""
         record = request_record(request)
-        count_dropped_tools(context, record.request_id, dropped)
+        count_dropped_tools(context, record, dropped)
         model = chat.body.get("model")
         record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
         target = context.router.target_for(model)

@@ -9,12 +9,13 @@ from .debug import DebugMode, HighlightStyle, ParserDebug, ParserTrace, parse_tr
 from .log_config import LogLevel, configure_logging, held_records, line_formatter
 from .metrics import ProxyMetrics, StoreEvent, UpstreamFailure, prepare_multiprocess_dir
 from .observer import CompletionObserver
-from .request_record import NO_PROTOCOL, request_record
+from .request_record import NO_PROTOCOL, CompletionListener, RequestRecord, request_record
 from .telemetry import RequestTelemetry
 
 __all__ = [
     "LOGGER_NAME",
     "NO_PROTOCOL",
+    "CompletionListener",
     "CompletionObserver",
     "DebugMode",
     "HighlightStyle",
@@ -23,6 +24,7 @@ __all__ = [
     "ParserDebug",
     "ParserTrace",
     "ProxyMetrics",
+    "RequestRecord",
     "RequestTelemetry",
     "StoreEvent",
     "UpstreamFailure",

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from starlette.requests import Request
 from starlette.types import Scope
+
+from protocols import ParseError
 
 # The ASGI scope key the record travels under (extension keys are namespaced by convention).
 SCOPE_KEY = "toolcall_proxy.record"
@@ -31,6 +35,18 @@ ROUTE_BY_PATH = {
 }
 ROUTE_BY_PREFIX = (("/v1/", "passthrough"), ("/demo/", "demo"))
 OTHER_ROUTE = "other"
+
+
+class CompletionListener(Protocol):
+    """Hears what happens inside a request's completions as it happens: its OpenTelemetry
+    span, when tracing is on (the metrics and the access log read the record at the end)."""
+
+    def tool_call(self, name: str) -> None: ...
+    def parse_error(self, error: ParseError) -> None: ...
+    def dropped_call(self, name: str) -> None: ...
+    def rescued_call(self, name: str) -> None: ...
+    def forced_call_retry(self) -> None: ...
+    def hosted_tools_dropped(self, kinds: Sequence[str]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -56,6 +72,8 @@ class RequestRecord:
     chunks_sent: int = 0
     bytes_sent: int = 0
     client_disconnected: bool = False
+    # Told each event as it happens, when tracing is on:
+    listener: CompletionListener | None = None
 
 
 def new_record(scope: Scope, client_request_id: str | None) -> RequestRecord:
