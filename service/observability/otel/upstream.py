@@ -200,8 +200,11 @@ class WatchedClient(httpx.AsyncClient):
             return await super().send(request, **options)
         try:
             response = await super().send(request, **{**options, "stream": True})
-        except BaseException as exc:
+        except Exception as exc:
             exchange.failed(exc)
+            raise
+        except BaseException:  # cancelled: the client left, or the total deadline passed
+            exchange.end(read_to_end=False)
             raise
         exchange.responded(response)
         if not options.get("stream", False):

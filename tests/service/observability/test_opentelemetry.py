@@ -6,6 +6,7 @@ whose context the upstream receives."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,13 +18,15 @@ import httpx
 import openai
 import pytest
 from messages_client import WEATHER, anthropic_client, message_params
-from otlp_receiver import CLIENT, SERVER, OtlpReceiver, Span
+from otlp_receiver import CLIENT, ERROR, SERVER, OtlpReceiver, Span
 from responses_client import WEATHER_FUNCTION
 from servers import MODEL, WEATHER_TOOL, Proxy, chat_body, read_events, serve
 from upstream_server import (
     UPSTREAM_ID,
     USAGE,
     WEATHER_CALL,
+    Fail,
+    Hang,
     Reply,
     ScriptedUpstream,
 )
@@ -34,6 +37,9 @@ CLIENT_TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CLIENT_SPAN_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{CLIENT_TRACE_ID}-{CLIENT_SPAN_ID}-01"
 CLIENT_KEY = "sk-client-secret-never-exported"
+UPSTREAM_KEY = "sk-upstream-secret-never-exported"
+FORCED_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+WEB_SEARCH = {"type": "web_search"}
 DOORS = {
     "chat": "POST /v1/chat/completions",
     "responses": "POST /v1/responses",
@@ -250,3 +256,197 @@ def test_an_otlp_protocol_without_an_exporter_here_is_a_configuration_error() ->
         otel.signals(env)
     grpc = {**env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}
     assert otel.signals({**grpc, "OTEL_METRICS_EXPORTER": "none"}).traces_protocol == "grpc"
+
+
+def all_values(receiver: OtlpReceiver) -> str:
+    """Every span's name, attributes and events, as one text to search."""
+    return "\n".join(
+        f"{span.name} {span.attributes} {span.events} {span.resource}" for span in receiver.spans
+    )
+
+
+def test_a_forced_call_asked_again_is_a_second_client_span_and_the_story_says_so(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    upstream.script(Reply("It is sunny in Paris."), Reply(FORCED_CALL))
+
+    with traced_proxy() as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL, tool_choice="required"))
+        served = server_span(received)
+
+    first, again = received.children_of(served)
+    assert [first.name, again.name] == [f"chat {MODEL}", f"chat {MODEL}"]
+    attempts = [span.attributes["toolcall_proxy.upstream.attempt"] for span in (first, again)]
+    assert attempts == [1, 2]
+    assert served.attributes["toolcall_proxy.forced_call.asked_again"] == 1
+    assert served.attributes["toolcall_proxy.upstream.requests"] == 2
+    assert len(served.events_named("toolcall_proxy.forced_call_asked_again")) == 1
+    assert served.attributes["toolcall_proxy.calls.parsed"] == 1
+    # Both answers' tokens, as the client's usage sums them.
+    assert served.attributes["gen_ai.usage.input_tokens"] == 2 * USAGE["prompt_tokens"]
+
+
+def test_parse_errors_rescued_calls_and_hosted_tools_are_the_proxys_story(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    upstream.script(
+        Reply("<tool_call>not json</tool_call>"),
+        Reply(WEATHER_CALL["json-mix"]),
+    )
+    body = {"model": MODEL, "input": "Weather?", "tools": [WEATHER_FUNCTION, WEB_SEARCH]}
+
+    with traced_proxy() as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL))
+        assert proxy.http.post("/v1/responses", json=body).status_code == 200
+        received.wait_for(lambda: len(received.of_kind(SERVER)) == 2)
+
+    chat, responses = sorted(received.of_kind(SERVER), key=lambda span: span.start_ns)
+    assert chat.attributes["toolcall_proxy.parse_errors"] == 1
+    assert chat.attributes["toolcall_proxy.parse_error.kinds"] == ["malformed_json"]
+    [error] = chat.events_named("toolcall_proxy.parse_error")
+    assert error.attributes == {"toolcall_proxy.parse_error.kind": "malformed_json"}
+    assert responses.attributes["toolcall_proxy.hosted_tools.dropped"] == ["web_search"]
+    assert len(responses.events_named("toolcall_proxy.hosted_tools_dropped")) == 1
+
+
+def test_a_call_rescued_from_a_native_upstreams_text_is_counted(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    upstream.script(Reply(WEATHER_CALL["json-mix"]))
+
+    with traced_proxy(upstream_native_tools=True) as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL))
+        served = server_span(received)
+
+    assert served.attributes["toolcall_proxy.calls.rescued"] == 1
+    [rescued] = served.events_named("toolcall_proxy.call_rescued")
+    assert rescued.attributes == {"gen_ai.tool.name": "get_weather"}
+
+
+@pytest.mark.parametrize("capture", [False, True], ids=["default", "capture"])
+def test_message_content_only_when_asked_and_keys_never(
+    upstream: ScriptedUpstream,
+    traced_proxy: TracedProxy,
+    receiver: tuple[OtlpReceiver, str],
+    capture: bool,
+    stream: bool,
+) -> None:
+    received, _url = receiver
+    upstream.script(Reply("Sunny. ", "<tool_call>not json</tool_call>"))
+    env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"} if capture else {}
+
+    with traced_proxy(env=env, upstream_api_key=UPSTREAM_KEY) as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
+        served = server_span(received)
+
+    [asked] = received.children_of(served)
+    exported = all_values(received)
+    assert CLIENT_KEY not in exported and UPSTREAM_KEY not in exported
+    assert ("What is the weather in Paris?" in exported) is capture
+    assert ("not json" in exported) is capture
+    if capture:
+        sent = json.loads(asked.attributes["gen_ai.input.messages"])
+        assert [message["role"] for message in sent] == ["system", "user"]
+        assert sent[1]["parts"] == [{"type": "text", "content": "What is the weather in Paris?"}]
+        assert json.loads(asked.attributes["gen_ai.output.messages"]) == [
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": "Sunny. <tool_call>not json</tool_call>"}],
+                "finish_reason": "stop",
+            }
+        ]
+        [error] = served.events_named("toolcall_proxy.parse_error")
+        assert error.attributes["toolcall_proxy.parse_error.original"] == (
+            "<tool_call>not json</tool_call>"
+        )
+
+
+def test_a_client_that_leaves_mid_stream_ends_both_spans_abandoned(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    upstream.script(Hang("Let me"))
+
+    with traced_proxy() as proxy:
+        body = chat_body(WEATHER_TOOL, stream=True)
+        with proxy.http.stream("POST", "/v1/chat/completions", json=body) as response:
+            next(response.iter_lines())  # the stream has begun; then the client hangs up
+        assert upstream.client_gone.wait(CLIENT_TIMEOUT_SECONDS)
+        served = server_span(received)
+
+    assert served.attributes["toolcall_proxy.client_disconnected"] is True
+    assert served.status != ERROR
+    [asked] = received.children_of(served)
+    assert asked.attributes["toolcall_proxy.upstream.abandoned"] is True
+    assert asked.status != ERROR and "error.type" not in asked.attributes
+
+
+@pytest.mark.parametrize("failure", ["status", "unreachable"])
+def test_an_upstream_that_fails_is_an_error_on_both_spans(
+    upstream: ScriptedUpstream,
+    traced_proxy: TracedProxy,
+    receiver: tuple[OtlpReceiver, str],
+    unreachable_url: str,
+    failure: str,
+    stream: bool,
+) -> None:
+    received, _url = receiver
+    upstream.script(Fail(503))
+    settings = {"upstream_base_url": unreachable_url} if failure == "unreachable" else {}
+
+    with traced_proxy(**settings) as proxy:
+        answered = proxy.http.post(
+            "/v1/chat/completions", json=chat_body(WEATHER_TOOL, stream=stream)
+        )
+        served = server_span(received)
+
+    assert served.status == ERROR
+    assert served.attributes["http.response.status_code"] == answered.status_code >= 500
+    assert served.attributes["error.type"] == str(answered.status_code)
+    [asked] = received.children_of(served)
+    assert asked.status == ERROR
+    expected = "503" if failure == "status" else "httpx.ConnectError"
+    assert asked.attributes["error.type"] == expected
+
+
+def test_genai_client_metrics_are_exported_beside_prometheus(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    upstream.script(Reply("Sunny."))
+
+    with traced_proxy() as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL))
+        server_span(received)
+        assert "toolcall_proxy_requests_total" in proxy.http.get("/metrics").text
+    # Stopped: the last metrics were sent on the way out.
+
+    [duration] = received.points_of("gen_ai.client.operation.duration")
+    assert duration.unit == "s" and duration.count == 1
+    assert duration.attributes["gen_ai.operation.name"] == "chat"
+    assert duration.attributes["gen_ai.provider.name"] == "openai"
+    assert duration.attributes["gen_ai.request.model"] == MODEL
+    assert duration.attributes["gen_ai.response.model"] == MODEL
+    tokens = {
+        point.attributes["gen_ai.token.type"]: point.sum
+        for point in received.points_of("gen_ai.client.token.usage")
+    }
+    assert tokens == {"input": USAGE["prompt_tokens"], "output": USAGE["completion_tokens"]}
+
+
+def test_the_sampler_is_read_from_the_environment_and_the_context_still_goes_upstream(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    upstream.script(Reply("Sunny."))
+
+    with traced_proxy(env={"OTEL_TRACES_SAMPLER": "always_off"}) as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL))
+
+    assert received.spans == []
+    [sent] = upstream.chat_requests
+    version, trace_id, _span_id, flags = sent.headers["traceparent"].split("-")
+    assert (version, trace_id, flags) == ("00", CLIENT_TRACE_ID, "00")
