@@ -450,3 +450,15 @@ def test_the_sampler_is_read_from_the_environment_and_the_context_still_goes_ups
     [sent] = upstream.chat_requests
     version, trace_id, _span_id, flags = sent.headers["traceparent"].split("-")
     assert (version, trace_id, flags) == ("00", CLIENT_TRACE_ID, "00")
+
+
+def test_the_command_refuses_an_otlp_protocol_it_has_no_exporter_for() -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
+    env |= {"OTEL_EXPORTER_OTLP_ENDPOINT": ENDPOINT, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}
+
+    result = subprocess.run(
+        [sys.executable, "-m", "service"], env=env, capture_output=True, text=True, timeout=30
+    )
+
+    assert result.returncode == 2
+    assert "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (or OTEL_EXPORTER_OTLP_PROTOCOL)" in result.stderr
