@@ -116,3 +116,11 @@ def test_real_model_calls_scores_each_answer_and_keeps_it_for_rescoring(
     assert row in printed, printed
     assert [json.loads(line)["task"] for line in out.read_text().splitlines()] == list(tasks)
     assert row in run("real_model_calls.py", "--reclassify", str(out))
+
+
+def test_tracing_benchmark_prints_each_variant() -> None:
+    out = run("tracing.py", "--rounds", "1", "--repeat", "2", "--starts", "1")
+
+    for variant in ("off", "on", "on + content"):
+        assert re.search(rf"^{re.escape(variant)}\s+(-?[\d.]+\s+){{4}}$", out, re.MULTILINE), out
+    assert re.search(r"^import \+ build, CPU s\s+([\d.]+\s+){3}$", out, re.MULTILINE), out

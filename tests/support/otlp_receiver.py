@@ -1,6 +1,6 @@
-"""A real OTLP/HTTP receiver on loopback: the exporter's protobuf bytes, as a collector gets
-them, decoded with OpenTelemetry's own proto definitions into spans and metric points tests
-can read.
+"""A real OTLP receiver on loopback, over HTTP (`app`, to serve) or gRPC (`grpc_served`): the
+exporter's protobuf bytes, as a collector gets them, decoded with OpenTelemetry's own proto
+definitions into spans and metric points tests can read.
 
 >>> receiver = OtlpReceiver()
 >>> with serve(receiver.app) as url:  # OTEL_EXPORTER_OTLP_ENDPOINT=url
@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import gzip
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
     ExportMetricsServiceResponse,
 )
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2_grpc import (
+    MetricsServiceServicer,
+    add_MetricsServiceServicer_to_server,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import (
+    TraceServiceServicer,
+    add_TraceServiceServicer_to_server,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanMessage
@@ -127,8 +138,20 @@ class OtlpReceiver:
     def points_of(self, metric: str) -> list[Point]:
         return [point for point in self.points if point.metric == metric]
 
-    async def _traces(self, request: Request) -> Response:
-        export = ExportTraceServiceRequest.FromString(await self._body(request))
+    @contextmanager
+    def grpc_served(self) -> Iterator[str]:
+        """This receiver served over gRPC on a loopback port; yields its URL."""
+        server = grpc.server(ThreadPoolExecutor(max_workers=2))
+        add_TraceServiceServicer_to_server(_GrpcTraces(self), server)
+        add_MetricsServiceServicer_to_server(_GrpcMetrics(self), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.stop(grace=None)
+
+    def take_traces(self, export: ExportTraceServiceRequest) -> None:
         spans = [
             _span(span, attributes_of(resource_spans.resource.attributes))
             for resource_spans in export.resource_spans
@@ -138,10 +161,8 @@ class OtlpReceiver:
         with self._arrived:
             self.spans += spans
             self._arrived.notify_all()
-        return Response(ExportTraceServiceResponse().SerializeToString(), media_type=PROTOBUF)
 
-    async def _metrics(self, request: Request) -> Response:
-        export = ExportMetricsServiceRequest.FromString(await self._body(request))
+    def take_metrics(self, export: ExportMetricsServiceRequest) -> None:
         points = [
             Point(metric.name, metric.unit, attributes_of(point.attributes), point.count, point.sum)
             for resource_metrics in export.resource_metrics
@@ -153,6 +174,13 @@ class OtlpReceiver:
         with self._arrived:
             self.points += points
             self._arrived.notify_all()
+
+    async def _traces(self, request: Request) -> Response:
+        self.take_traces(ExportTraceServiceRequest.FromString(await self._body(request)))
+        return Response(ExportTraceServiceResponse().SerializeToString(), media_type=PROTOBUF)
+
+    async def _metrics(self, request: Request) -> Response:
+        self.take_metrics(ExportMetricsServiceRequest.FromString(await self._body(request)))
         return Response(ExportMetricsServiceResponse().SerializeToString(), media_type=PROTOBUF)
 
     async def _body(self, request: Request) -> bytes:
@@ -161,6 +189,24 @@ class OtlpReceiver:
             self.headers.append(dict(request.headers))
         body = await request.body()
         return gzip.decompress(body) if request.headers.get("content-encoding") == "gzip" else body
+
+
+class _GrpcTraces(TraceServiceServicer):
+    def __init__(self, receiver: OtlpReceiver) -> None:
+        self._receiver = receiver
+
+    def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:
+        self._receiver.take_traces(request)
+        return ExportTraceServiceResponse()
+
+
+class _GrpcMetrics(MetricsServiceServicer):
+    def __init__(self, receiver: OtlpReceiver) -> None:
+        self._receiver = receiver
+
+    def Export(self, request: ExportMetricsServiceRequest, context: Any) -> Any:
+        self._receiver.take_metrics(request)
+        return ExportMetricsServiceResponse()
 
 
 def _span(span: SpanMessage, resource: dict[str, Any]) -> Span:

@@ -437,6 +437,23 @@ def test_genai_client_metrics_are_exported_beside_prometheus(
     assert tokens == {"input": USAGE["prompt_tokens"], "output": USAGE["completion_tokens"]}
 
 
+def test_over_grpc_when_the_protocol_says_so(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy
+) -> None:
+    received = OtlpReceiver()
+    upstream.script(Reply("Sunny."))
+
+    with received.grpc_served() as url:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+        with traced_proxy(env=env) as proxy:
+            proxy.chat(chat_body(WEATHER_TOOL))
+            served = server_span(received)
+
+    [asked] = received.children_of(served)
+    assert asked.attributes["gen_ai.response.id"] == UPSTREAM_ID
+    assert received.points_of("gen_ai.client.operation.duration")
+
+
 def test_the_sampler_is_read_from_the_environment_and_the_context_still_goes_upstream(
     upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
 ) -> None:
