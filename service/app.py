@@ -19,6 +19,7 @@ from .chat import create_completion
 from .context import ProxyContext
 from .messages import count_tokens, create_message
 from .observability import (
+    ObservedClient,
     ParserDebug,
     ProxyMetrics,
     RequestTelemetry,
@@ -72,7 +73,7 @@ def create_app(settings: Settings) -> FastAPI:
             connect_timeout=settings.upstream_connect_timeout,
             read_timeout=settings.upstream_read_timeout,
             max_connections=settings.upstream_max_connections,
-            **({} if telemetry is None else {"client_of": telemetry.upstream_client}),
+            client_of=ObservedClient if telemetry is None else telemetry.upstream_client,
         )
         async with AsyncExitStack() as stack:
             if telemetry is not None:  # shut down last: what the closing requests sent is kept

@@ -1,6 +1,6 @@
 """What the proxy tells its operators: Prometheus metrics, the DEBUG_PARSER_MW trace, the
-log configuration and access line, and the per-request record and telemetry they are
-built from."""
+log configuration and access line, the per-request record and telemetry they are built
+from (the upstream's share of a request's time among them), and OpenTelemetry (`otel`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .metrics import ProxyMetrics, StoreEvent, UpstreamFailure, prepare_multipro
 from .observer import CompletionObserver
 from .request_record import NO_PROTOCOL, CompletionListener, RequestRecord, request_record
 from .telemetry import RequestTelemetry
+from .upstream_wait import ObservedClient
 
 __all__ = [
     "LOGGER_NAME",
@@ -21,6 +22,7 @@ __all__ = [
     "HighlightStyle",
     "LogFormat",
     "LogLevel",
+    "ObservedClient",
     "ParserDebug",
     "ParserTrace",
     "ProxyMetrics",

@@ -72,8 +72,23 @@ class RequestRecord:
     chunks_sent: int = 0
     bytes_sent: int = 0
     client_disconnected: bool = False
+    response_started: float | None = None  # seconds to the response's status and headers
+    # Seen on the upstream client (`upstream_wait.py`):
+    upstream_requests: int = 0
+    upstream_waited: float = 0.0  # seconds, from each request to the first byte of its body
     # Told each event as it happens, when tracing is on:
     listener: CompletionListener | None = None
+
+    @property
+    def overhead(self) -> float | None:
+        """Seconds the proxy itself added: to the first byte of a stream, or to the start of
+        a whole answer, less the time it waited on the upstream. None when it asked none, or
+        sent nothing yet. A stream that opens before the upstream's first chunk (the
+        Responses API's `response.created`) added nothing by this count: 0."""
+        mark = self.first_byte if self.event_stream else self.response_started
+        if not self.upstream_requests or mark is None:
+            return None
+        return max(0.0, mark - self.upstream_waited)
 
 
 def new_record(scope: Scope, client_request_id: str | None) -> RequestRecord:

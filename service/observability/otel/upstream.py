@@ -3,9 +3,9 @@ request, an exchange is a client span, child of the request's server span, whose
 goes upstream as `traceparent` (so the model server's own spans join the trace); a GenAI
 exchange (a chat or completion) also feeds the GenAI client metrics when they are on.
 
-Watching takes place at `send`, so it sees every exchange the proxy makes, through whatever
-transport (a proxy from the environment included), from the request to the closing of its
-body; it reads a copy of the body's bytes and never alters them."""
+Watching takes place at `send` (an `ObservedClient` watch), so it sees every exchange the
+proxy makes, through whatever transport (a proxy from the environment included), from the
+request to the closing of its body; it reads a copy of the body's bytes, never alters them."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from ..upstream_wait import ObservedClient, Watch
 from . import conventions as sc
 from .answers import AnswerReader, operation_of, request_attributes, request_body
 from .server import current_request
@@ -119,12 +120,16 @@ class Exchange:
         if self._reader is not None:
             self._reader.feed(chunk)
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: Exception) -> None:
         """The exchange broke (no answer, or its body cut off): recorded, and ended."""
         if self._span is not None:
             self._span.record_exception(exc)
         self._failed(_error_type(exc))
         self.end(read_to_end=True)
+
+    def abandoned(self) -> None:
+        """The wait for the answer was cancelled: the client left, or the deadline passed."""
+        self.end(read_to_end=False)
 
     def end(self, *, read_to_end: bool) -> None:
         """Once: the body was closed, read to its end or not (the client left)."""
@@ -187,29 +192,16 @@ class WatchedBody(httpx.AsyncByteStream):
             self._exchange.end(read_to_end=self._read_to_end)
 
 
-class WatchedClient(httpx.AsyncClient):
-    """httpx's client, each exchange watched (`UpstreamTelemetry.exchange`)."""
+class WatchedClient(ObservedClient):
+    """The proxy's client, each exchange also watched by `UpstreamTelemetry.exchange`."""
 
     def __init__(self, telemetry: UpstreamTelemetry, **options: Any) -> None:
         super().__init__(**options)
         self._telemetry = telemetry
 
-    async def send(self, request: httpx.Request, **options: Any) -> httpx.Response:
+    def watches(self, request: httpx.Request) -> list[Watch]:
         exchange = self._telemetry.exchange(request)
-        if exchange is None:
-            return await super().send(request, **options)
-        try:
-            response = await super().send(request, **{**options, "stream": True})
-        except Exception as exc:
-            exchange.failed(exc)
-            raise
-        except BaseException:  # cancelled: the client left, or the total deadline passed
-            exchange.end(read_to_end=False)
-            raise
-        exchange.responded(response)
-        if not options.get("stream", False):
-            await response.aread()  # as `send` does without `stream`
-        return response
+        return [*super().watches(request), *([] if exchange is None else [exchange])]
 
 
 def _server_attributes(request: httpx.Request) -> dict[str, Any]:
@@ -220,7 +212,7 @@ def _server_attributes(request: httpx.Request) -> dict[str, Any]:
     return attributes
 
 
-def _error_type(exc: BaseException) -> str:
+def _error_type(exc: Exception) -> str:
     """As the conventions advise: "timeout" for a timeout, else the exception's full name."""
     if isinstance(exc, TimeoutError | httpx.TimeoutException):
         return "timeout"
