@@ -2,7 +2,11 @@
 sampled and exported over OTLP/HTTP to a local sink that takes and drops it), and on with
 message content captured, each in front of the same instant canned upstream, in one run.
 
-    python bench/tracing.py [--rounds 5] [--repeat 40] [--starts 5]
+    python bench/tracing.py [--rounds 5] [--repeat 40] [--starts 5] [--baseline DIR]
+
+`--baseline DIR` adds the proxy whose code is in DIR (a checkout of an earlier commit, say)
+as one more variant, tracing off: so "off" is measured against the code before it, in the
+same run.
 
 Printed per variant: milliseconds per tool-carrying request at one request at a time (the
 median over rounds of each round's median), whole and streamed, and the proxy's own CPU
@@ -47,10 +51,11 @@ BUILD_APP = (
 )
 
 
-def variants(sink: str) -> dict[str, dict[str, str]]:
+def variants(sink: str, baseline: str | None) -> dict[str, dict[str, str]]:
     """Each variant's environment on top of the proxy's own."""
     on = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink, "OTEL_TRACES_SAMPLER": "always_on"}
-    return {"off": {}, "on": on, "on + content": on | CAPTURE}
+    earlier = {} if baseline is None else {"baseline": {"PYTHONPATH": baseline}}
+    return earlier | {"off": {}, "on": on, "on + content": on | CAPTURE}
 
 
 async def one_round(target: Server, repeat: int) -> dict[str, float]:
@@ -92,6 +97,7 @@ def main() -> None:
     options.add_argument("--rounds", type=int, default=5, help="measurement rounds")
     options.add_argument("--repeat", type=int, default=40, help="requests per row and round")
     options.add_argument("--starts", type=int, default=5, help="fresh processes per variant")
+    options.add_argument("--baseline", help="a directory holding earlier code of the proxy")
     args = options.parse_args()
     upstream_port, sink_port = free_port(), free_port()
     with ExitStack() as stack:
@@ -101,7 +107,7 @@ def main() -> None:
         sink = stack.enter_context(server([*UVICORN, *SINK, "--port", str(sink_port)], sink_port))
         base = {"UPSTREAM_BASE_URL": f"{upstream.url}/v1", "ACCESS_LOG": "false"}
         targets = {}
-        for name, env in variants(sink.url).items():
+        for name, env in variants(sink.url, args.baseline).items():
             port = free_port()
             targets[name] = stack.enter_context(server(proxy_command(port), port, base | env))
             asyncio.run(warm_up(targets[name]))
@@ -111,7 +117,7 @@ def main() -> None:
         ]
         builds = {
             name: build_seconds(os.environ | env, args.starts)
-            for name, env in variants(sink.url).items()
+            for name, env in variants(sink.url, args.baseline).items()
         }
     report(rounds, builds)
 
