@@ -311,6 +311,25 @@ def test_parse_errors_rescued_calls_and_hosted_tools_are_the_proxys_story(
     assert len(responses.events_named("toolcall_proxy.hosted_tools_dropped")) == 1
 
 
+def test_a_call_made_under_the_name_its_spelling_means_is_a_repair_and_a_second_a_drop(
+    upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    received, _url = receiver
+    misspelt = '<tool_call>{"name": "Get-Weather", "arguments": {"city": "Paris"}}</tool_call>'
+    upstream.script(Reply(misspelt, WEATHER_CALL["json-mix"]))
+
+    with traced_proxy() as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL, parallel_tool_calls=False))
+        served = server_span(received)
+
+    assert served.attributes["toolcall_proxy.calls.parsed"] == 1
+    assert served.attributes["toolcall_proxy.calls.repaired"] == 1
+    assert served.attributes["toolcall_proxy.parse_error.kinds"] == ["tool_name_spelling"]
+    assert served.attributes["toolcall_proxy.calls.dropped"] == 1
+    [dropped] = served.events_named("toolcall_proxy.call_dropped")
+    assert dropped.attributes == {"gen_ai.tool.name": "get_weather"}
+
+
 def test_a_call_rescued_from_a_native_upstreams_text_is_counted(
     upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
 ) -> None:
