@@ -74,10 +74,16 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+async def models(request: Request) -> Response:
+    """What the proxy's /readyz asks for."""
+    return JSONResponse({"object": "list", "data": [{"id": "bench", "object": "model"}]})
+
+
 def create_app() -> Starlette:
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/healthz", healthz),
+            Route("/v1/models", models),
         ]
     )

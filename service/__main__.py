@@ -22,6 +22,7 @@ from .observability import (
     LogLevel,
     configure_logging,
     held_records,
+    otel,
     prepare_multiprocess_dir,
 )
 from .server_limits import server_options
@@ -139,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             settings = Settings()
             build_router(settings)  # a bad routes file stops the command here, not in each worker
-        except (ValidationError, RoutesFileError) as error:
+            otel.signals(os.environ)  # so does an OTLP protocol no exporter here speaks
+        except (ValidationError, RoutesFileError, otel.OpenTelemetryConfigError) as error:
             report_bad_configuration(error)
             raise SystemExit(EXIT_BAD_CONFIGURATION) from None
     log_config = configure_logging(settings.log_format, settings.log_level)

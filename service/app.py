@@ -4,6 +4,7 @@ closed in the lifespan; every route hands its request to the module that does th
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -18,10 +19,12 @@ from .chat import create_completion
 from .context import ProxyContext
 from .messages import MESSAGES_PATH, anthropic_error_of, count_tokens, create_message
 from .observability import (
+    ObservedClient,
     ParserDebug,
     ProxyMetrics,
     RequestTelemetry,
     line_formatter,
+    otel,
     use_stderr_unless_configured,
 )
 from .passthrough import forward, list_models, upstream_ready
@@ -59,6 +62,7 @@ def create_app(settings: Settings) -> FastAPI:
     """
     router = build_router(settings)
     metrics = ProxyMetrics()
+    telemetry = otel.from_environment(os.environ)  # None unless OTEL_* asks for it
     debug = ParserDebug.configured(settings.debug_parser_mw, settings.debug_parser_mw_style)
     if settings.access_log or debug is not None:
         use_stderr_unless_configured(line_formatter(settings.log_format))
@@ -69,8 +73,11 @@ def create_app(settings: Settings) -> FastAPI:
             connect_timeout=settings.upstream_connect_timeout,
             read_timeout=settings.upstream_read_timeout,
             max_connections=settings.upstream_max_connections,
+            client_of=ObservedClient if telemetry is None else telemetry.upstream_client,
         )
         async with AsyncExitStack() as stack:
+            if telemetry is not None:  # shut down last: what the closing requests sent is kept
+                stack.callback(telemetry.shutdown)
             await stack.enter_async_context(client)
             stack.callback(metrics.close)
             if settings.metrics_port is not None:
@@ -104,6 +111,8 @@ def create_app(settings: Settings) -> FastAPI:
         app.add_middleware(
             InFlightLimit, limit=settings.server_max_concurrency, exempt=PROBE_PATHS, shapes=shapes
         )
+    if telemetry is not None:  # inside the request telemetry, whose record the spans read
+        telemetry.add_server_spans(app)
     app.add_middleware(
         RequestTelemetry,
         metrics=metrics,

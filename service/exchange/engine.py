@@ -71,7 +71,7 @@ class ChatExchange:
         `response.completed`), so a streamed answer is bounded as a whole one is, by
         UPSTREAM_MAX_BODY_BYTES."""
         record = request_record(request)
-        count_dropped_tools(context, record.request_id, dropped)
+        count_dropped_tools(context, record, dropped)
         model = chat.body.get("model")
         record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
         self._request = request

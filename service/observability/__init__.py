@@ -1,6 +1,6 @@
 """What the proxy tells its operators: Prometheus metrics, the DEBUG_PARSER_MW trace, the
-log configuration and access line, and the per-request record and telemetry they are
-built from."""
+log configuration and access line, the per-request record and telemetry they are built
+from (the upstream's share of a request's time among them), and OpenTelemetry (`otel`)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,24 @@ from .debug import DebugMode, HighlightStyle, ParserDebug, ParserTrace, parse_tr
 from .log_config import LogLevel, configure_logging, held_records, line_formatter
 from .metrics import ProxyMetrics, StoreEvent, UpstreamFailure, prepare_multiprocess_dir
 from .observer import CompletionObserver
-from .request_record import NO_PROTOCOL, request_record
+from .request_record import NO_PROTOCOL, CompletionListener, RequestRecord, request_record
 from .telemetry import RequestTelemetry
+from .upstream_wait import ObservedClient
 
 __all__ = [
     "LOGGER_NAME",
     "NO_PROTOCOL",
+    "CompletionListener",
     "CompletionObserver",
     "DebugMode",
     "HighlightStyle",
     "LogFormat",
     "LogLevel",
+    "ObservedClient",
     "ParserDebug",
     "ParserTrace",
     "ProxyMetrics",
+    "RequestRecord",
     "RequestTelemetry",
     "StoreEvent",
     "UpstreamFailure",

@@ -28,6 +28,9 @@ MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 # Time to the first byte of a stream: tens of ms for a short cached prompt, tens of seconds
 # for a long prompt's prefill on a busy server.
 FIRST_BYTE_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
+# What the proxy itself adds to a request: well under a millisecond to tens of milliseconds
+# (a long history rendered, a large answer parsed whole).
+OVERHEAD_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 # Whole requests and upstream exchanges: a long agent turn streams for minutes, up to the
 # default total upstream deadline of 600 s.
 DURATION_BUCKETS = (
@@ -120,6 +123,12 @@ class ProxyMetrics:
             "From request to the first body byte of a streamed (SSE) answer.",
             FIRST_BYTE_BUCKETS,
         )
+        self.overhead = histogram(
+            "overhead_seconds",
+            "What the proxy itself added to a request that asked the upstream: to the first"
+            " byte of a stream, or to a whole answer, less the time it waited on the upstream.",
+            OVERHEAD_BUCKETS,
+        )
         self.upstream_duration = Histogram(
             PREFIX + "upstream_request_duration_seconds",
             "From sending an upstream request to the end of its answer.",
@@ -189,6 +198,9 @@ class ProxyMetrics:
         self.request_duration.labels(route).observe(record.duration)
         if record.first_byte is not None:
             self.first_byte.labels(route).observe(record.first_byte)
+        overhead = record.overhead
+        if overhead is not None:
+            self.overhead.labels(route).observe(overhead)
         if record.event_stream:
             self.chunks_sent.labels(route).inc(record.chunks_sent)
             self.bytes_sent.labels(route).inc(record.bytes_sent)

@@ -1,7 +1,8 @@
 """The seam through which one completion reports what happened inside it (calls sent, parse
 errors, calls dropped by `parallel_tool_calls: false`, calls rescued from a native upstream's
 text, forced calls asked again, the upstream's token usage): counted in the metrics by
-protocol, and noted in the request's record for its access line."""
+protocol, noted in the request's record for its access line, and told to the record's
+listener (the request's span) when tracing is on."""
 
 from __future__ import annotations
 
@@ -37,30 +38,41 @@ class CompletionObserver:
         self._metrics = metrics
         self._record = record
         self._trace = trace  # DEBUG_PARSER_MW's, when it is on
+        self._listener = record.listener  # the request's span, when tracing is on
         record.protocol = protocol
 
     def tool_call(self, name: str) -> None:
         self._metrics.tool_calls.labels(self._protocol, self._metrics.tool_label(name)).inc()
         self._record.tool_calls += 1
+        if self._listener is not None:
+            self._listener.tool_call(name)
 
     def parse_error(self, error: ParseError) -> None:
         self._metrics.parse_failures.labels(self._protocol, error.kind).inc()
         logger.debug("model output kept as text (%s): %s", error.kind, error.message)
         if self._trace is not None:
             self._trace.parse_error(error)
+        if self._listener is not None:
+            self._listener.parse_error(error)
 
     def dropped_call(self, name: str) -> None:
         self._metrics.dropped_calls.labels(self._protocol).inc()
         logger.debug("dropped call to %r: parallel_tool_calls is false", name)
+        if self._listener is not None:
+            self._listener.dropped_call(name)
 
     def rescued_call(self, name: str) -> None:
         """A call the upstream, which calls tools itself, left in its text: parsed out of it."""
         self._metrics.rescued_calls.labels(self._protocol).inc()
         logger.debug("rescued a call to %r from the upstream's text", name)
+        if self._listener is not None:
+            self._listener.rescued_call(name)
 
     def forced_call_retry(self) -> None:
         """A forced call's reply held none: the model is asked again."""
         self._metrics.forced_call_retries.labels(self._protocol).inc()
+        if self._listener is not None:
+            self._listener.forced_call_retry()
 
     def usage(self, usage: Any) -> None:
         """The upstream's `usage` object, whatever it holds."""

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from starlette.requests import Request
 from starlette.types import Scope
+
+from protocols import ParseError
 
 # The ASGI scope key the record travels under (extension keys are namespaced by convention).
 SCOPE_KEY = "toolcall_proxy.record"
@@ -31,6 +35,18 @@ ROUTE_BY_PATH = {
 }
 ROUTE_BY_PREFIX = (("/v1/", "passthrough"), ("/demo/", "demo"))
 OTHER_ROUTE = "other"
+
+
+class CompletionListener(Protocol):
+    """Hears what happens inside a request's completions as it happens: its OpenTelemetry
+    span, when tracing is on (the metrics and the access log read the record at the end)."""
+
+    def tool_call(self, name: str) -> None: ...
+    def parse_error(self, error: ParseError) -> None: ...
+    def dropped_call(self, name: str) -> None: ...
+    def rescued_call(self, name: str) -> None: ...
+    def forced_call_retry(self) -> None: ...
+    def hosted_tools_dropped(self, kinds: Sequence[str]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -56,6 +72,23 @@ class RequestRecord:
     chunks_sent: int = 0
     bytes_sent: int = 0
     client_disconnected: bool = False
+    response_started: float | None = None  # seconds to the response's status and headers
+    # Seen on the upstream client (`upstream_wait.py`):
+    upstream_requests: int = 0
+    upstream_waited: float = 0.0  # seconds, from each request to the first byte of its body
+    # Told each event as it happens, when tracing is on:
+    listener: CompletionListener | None = None
+
+    @property
+    def overhead(self) -> float | None:
+        """Seconds the proxy itself added: to the first byte of a stream, or to the start of
+        a whole answer, less the time it waited on the upstream. None when it asked none, or
+        sent nothing yet. A stream that opens before the upstream's first chunk (the
+        Responses API's `response.created`) added nothing by this count: 0."""
+        mark = self.first_byte if self.event_stream else self.response_started
+        if not self.upstream_requests or mark is None:
+            return None
+        return max(0.0, mark - self.upstream_waited)
 
 
 def new_record(scope: Scope, client_request_id: str | None) -> RequestRecord:

@@ -1,7 +1,9 @@
 """The ASGI middleware that watches every request on the wire: it gives the request its id
 (`X-Request-ID`, echoed in the response), times it, counts what an event stream sends and
 whether the client left early, then hands the finished record to the metrics and the
-access log. Per body write it only counts; everything else happens once per request."""
+access log. A whole answer that asked the upstream says what the proxy added to it
+(`x-toolcall-proxy-overhead-ms`). Per body write it only counts; everything else happens
+once per request."""
 
 from __future__ import annotations
 
@@ -15,8 +17,13 @@ from .access_log import log_access
 from .log_config import current_request_id
 from .metrics import ProxyMetrics
 from .request_record import SCOPE_KEY, RequestRecord, new_record
+from .upstream_wait import current_record
 
 REQUEST_ID_HEADER = b"x-request-id"
+OVERHEAD_HEADER = b"x-toolcall-proxy-overhead-ms"
+# Said by this proxy alone: an upstream's (another proxy's) would be about another request.
+PROXY_HEADERS = (REQUEST_ID_HEADER, OVERHEAD_HEADER)
+MILLISECONDS = 1000
 EVENT_STREAM = b"text/event-stream"
 # What ends every server-sent event (as the proxy writes them, and OpenAI-compatible servers);
 # one body write may carry several events.
@@ -42,6 +49,7 @@ class RequestTelemetry:
         scope[SCOPE_KEY] = record
         wire = _Wire(record, receive, send, self._metrics, self._finished)
         request_id = current_request_id.set(record.request_id)
+        current = current_record.set(record)
         try:
             await self._app(scope, wire.receive, wire.send)
         except BaseException:
@@ -49,6 +57,7 @@ class RequestTelemetry:
             raise
         finally:
             wire.finish()  # if the last byte never went out
+            current_record.reset(current)
             current_request_id.reset(request_id)
 
     def _finished(self, record: RequestRecord) -> None:
@@ -117,13 +126,15 @@ class _Wire:
 
     def _start(self, message: Message) -> Message:
         """Note the status and stream kind; the response gets this request's id (replacing
-        any the upstream sent, which would name a different request)."""
+        any the upstream sent, which would name a different request) and, whole, the
+        proxy's overhead (a stream's is known only at its first byte: in the metrics)."""
         record = self._record
         record.status = message["status"]
+        record.response_started = time.perf_counter() - self._started
         headers = [
             (name, value)
             for name, value in message.get("headers", ())
-            if name.lower() != REQUEST_ID_HEADER
+            if name.lower() not in PROXY_HEADERS
         ]
         content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
         length = next((v for n, v in headers if n.lower() == b"content-length"), b"")
@@ -132,6 +143,9 @@ class _Wire:
             record.event_stream = True
             self._metrics.streams_in_progress.inc()
         headers.append((REQUEST_ID_HEADER, record.request_id.encode()))
+        overhead = record.overhead
+        if overhead is not None:
+            headers.append((OVERHEAD_HEADER, f"{overhead * MILLISECONDS:.2f}".encode()))
         return {**message, "headers": headers}
 
     def finish(self) -> None:

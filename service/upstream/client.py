@@ -8,7 +8,7 @@ import functools
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -117,10 +117,15 @@ def tls_context() -> ssl.SSLContext:
 
 
 def build_client(
-    *, connect_timeout: float, read_timeout: float, max_connections: int
+    *,
+    connect_timeout: float,
+    read_timeout: float,
+    max_connections: int,
+    client_of: Callable[..., httpx.AsyncClient] = httpx.AsyncClient,
 ) -> httpx.AsyncClient:
-    """The proxy's one client: a sized pool, and timeouts per connect and between bytes."""
-    return httpx.AsyncClient(
+    """The proxy's one client: a sized pool, and timeouts per connect and between bytes.
+    `client_of`: makes it from httpx's options (OpenTelemetry's watches every exchange)."""
+    return client_of(
         verify=tls_context(),
         timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
         limits=httpx.Limits(

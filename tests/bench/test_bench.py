@@ -124,3 +124,23 @@ def test_real_model_calls_scores_each_answer_and_keeps_it_for_rescoring(
     assert row in printed, printed
     assert [json.loads(line)["task"] for line in out.read_text().splitlines()] == list(tasks)
     assert row in run("real_model_calls.py", "--reclassify", str(out))
+
+
+def test_tracing_benchmark_prints_each_variant() -> None:
+    out = run("tracing.py", "--rounds", "1", "--repeat", "2", "--starts", "1")
+
+    for variant in ("off", "on", "on + content"):
+        assert re.search(rf"^{re.escape(variant)}(\s+-?[\d.]+){{4}}$", out, re.MULTILINE), out
+    assert re.search(r"^import \+ build, CPU s(\s+[\d.]+){3}$", out, re.MULTILINE), out
+
+
+def test_added_latency_benchmark_prints_each_case_cold_start_and_memory() -> None:
+    out = run("added_latency.py", "--requests", "3", "--starts", "1")
+
+    for mode in ("whole", "streamed"):
+        for tools in ("with", "without"):
+            row = rf"^{mode} {tools} tools(\s+-?[\d.]+){{4}}$"
+            assert re.search(row, out, re.MULTILINE), out
+    assert re.search(r"^proxy's own account \(overhead_seconds mean\): [\d.]+ ms$", out, re.M)
+    assert re.search(r"^cold start to /readyz: median [\d.]+ s of 1$", out, re.MULTILINE), out
+    assert re.search(r"^RSS: idle [\d.]+ MB, after the run [\d.]+ MB$", out, re.MULTILINE), out

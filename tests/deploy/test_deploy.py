@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from servers import Proxy
 
 from service.app import create_app
+from service.observability import otel
 from service.passthrough import READINESS_TIMEOUT_SECONDS
 from service.settings import Settings
 
@@ -38,6 +39,8 @@ PROXY_PORT = 8000
 LIVENESS_PATH = "/healthz"
 READINESS_PATH = "/readyz"
 METRICS_PATH = "/metrics"
+OTLP_HTTP_PORT = 4318  # OTLP over HTTP, the protocol the proxy exports with by default
+JAEGER_UI_PORT = "16686"
 PROXY_CONTAINER = "proxy"
 PROXY_NAME = "toolcall-proxy"  # the app.kubernetes.io/name of the proxy's manifests
 # Kubernetes' schema version to validate against: the oldest minor release still commonly run.
@@ -466,7 +469,12 @@ def test_compose_proxy_is_built_here_and_published_on_its_port() -> None:
 
     assert (build_context / "Dockerfile").is_file()
     assert [port.rsplit(":", 1)[1] for port in proxy["ports"]] == [str(PROXY_PORT)]
-    assert set(proxy.get("environment") or {}) <= settings_env_names()
+    assert set(proxy.get("environment") or {}) - otel_env_names(proxy) <= settings_env_names()
+
+
+def otel_env_names(service: dict[str, Any]) -> set[str]:
+    """The standard OpenTelemetry variables a service sets (the proxy reads them as is)."""
+    return {name for name in service.get("environment") or {} if name.startswith("OTEL_")}
 
 
 def compose_value(value: str) -> str:
@@ -503,6 +511,21 @@ def test_compose_offers_the_shared_store_behind_a_profile_the_proxy_can_be_point
     # The file's own instructions name the service and its port.
     assert f"RESPONSE_STORE_URL=redis://{name}:6379/0" in COMPOSE_FILE.read_text()
     assert "--profile shared-store" in COMPOSE_FILE.read_text()
+
+
+def test_compose_offers_a_tracing_backend_behind_a_profile_the_proxy_exports_to() -> None:
+    services = compose_services()
+    [name] = [
+        name for name, service in services.items() if "tracing" in service.get("profiles", ())
+    ]
+    endpoint = services["proxy"]["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"]
+    documented = f"OTEL_EXPORTER_OTLP_ENDPOINT=http://{name}:{OTLP_HTTP_PORT}"
+
+    assert services[name]["image"].startswith("jaegertracing/jaeger:")
+    assert not otel.signals({"OTEL_EXPORTER_OTLP_ENDPOINT": compose_value(endpoint)}).any
+    assert otel.signals(dict([documented.split("=")])).traces  # the file's own instructions
+    assert f"{documented} docker compose --profile tracing" in COMPOSE_FILE.read_text()
+    assert [port.rsplit(":", 1)[1] for port in services[name]["ports"]] == [JAEGER_UI_PORT]
 
 
 def test_prometheus_scrapes_the_compose_proxy_metrics_on_its_api_port() -> None:

@@ -17,12 +17,14 @@ def imported_modules(module: str, source: str, *, is_package: bool) -> list[tupl
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.append((node.lineno, target))
+            if not node.level:
+                found.append((node.lineno, node.module or ""))
+                continue
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            if node.module:
+                found.append((node.lineno, f"{base}.{node.module}"))
+            else:  # `from . import conventions` imports the package's module `conventions`
+                found.extend((node.lineno, f"{base}.{alias.name}") for alias in node.names)
         elif isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
     return sorted(found)
