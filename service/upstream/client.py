@@ -81,22 +81,40 @@ def failure_kind(exc: BaseException, *, mid_stream: bool) -> UpstreamFailure:
     return UpstreamFailure.MID_STREAM if mid_stream else UpstreamFailure.CONNECT
 
 
+def explained(exc: BaseException) -> str:
+    """The library's own words for a failure ("[Errno 111] Connection refused", "Request URL
+    is missing an 'http://' or 'https://' protocol."), after its kind."""
+    reason = str(exc).strip()
+    return f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+
+
 def upstream_failure(exc: BaseException) -> ProxyError:
     """The client-facing error for a transport failure, timeout or broken stream."""
     if isinstance(exc, TimeoutError | httpx.TimeoutException):
         return ProxyError(
-            504, "upstream timed out", error_type=UPSTREAM_ERROR, code="upstream_timeout"
+            504,
+            f"upstream timed out ({explained(exc)})",
+            error_type=UPSTREAM_ERROR,
+            code="upstream_timeout",
         )
     if isinstance(exc, httpx.ConnectError):
         return ProxyError(
-            502, "upstream unreachable", error_type=UPSTREAM_ERROR, code="upstream_unreachable"
+            502,
+            f"upstream unreachable ({explained(exc)})",
+            error_type=UPSTREAM_ERROR,
+            code="upstream_unreachable",
         )
     return ProxyError(
         502,
-        f"upstream connection failed: {type(exc).__name__}",
+        f"upstream connection failed ({explained(exc)})",
         error_type=UPSTREAM_ERROR,
         code="upstream_connection_error",
     )
+
+
+def shown_url(url: httpx.URL) -> str:
+    """`url` as a log may show it: no user or password, no query (either may hold a key)."""
+    return str(url.copy_with(username=None, password=None, query=None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +312,9 @@ class Upstream:
         self._total_timeout = total_timeout
         self._metrics = metrics
         self._hinted: set[str] = set()
+        # Upstream servers whose last request failed before an answer: each is logged once
+        # as it starts failing, not once per request, and again once it answers.
+        self._failing: set[bytes] = set()
         self._limits = limits
 
     async def request_json(
@@ -336,7 +357,9 @@ class Upstream:
                 response = await self.client.send(request, stream=True)
         except UPSTREAM_FAILURES as exc:
             self._metrics.upstream_duration.observe(time.perf_counter() - started)
-            raise self._failure(exc) from exc
+            raise self._failure(exc, request.url) from exc
+        if self._failing:
+            self._answered(request.url)
         stream = UpstreamStream(
             response, deadline, self._metrics, started, self._limits, held_whole=held_whole
         )
@@ -360,10 +383,20 @@ class Upstream:
             logger.warning("upstream answered 404 at %s: %s", url, hint)
         return UpstreamStatusError(status, body, hint=hint)
 
-    def _failure(self, exc: BaseException) -> ProxyError:
-        """Count a failure before the status came, and make it the client's error."""
+    def _failure(self, exc: BaseException, url: httpx.URL) -> ProxyError:
+        """Count a failure before the status came, log the server's first, and make it the
+        client's error."""
         self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=False)).inc()
-        return upstream_failure(exc)
+        failure = upstream_failure(exc)
+        if url.netloc not in self._failing:
+            self._failing.add(url.netloc)
+            logger.warning("%s at %s", failure.message, shown_url(url))
+        return failure
+
+    def _answered(self, url: httpx.URL) -> None:
+        if url.netloc in self._failing:
+            self._failing.discard(url.netloc)
+            logger.info("upstream at %s answers again", shown_url(url))
 
 
 async def _read_prefix(response: httpx.Response, limit: int) -> bytes:
