@@ -1,6 +1,6 @@
 """The Responses store through served proxies: a conversation belongs to the client key that
 made it, the store is bounded in bytes, a named conversation counts against the request
-limit, and proxies that share one real redis-server continue each other's conversations,
+limit, and proxies that share one real Valkey server continue each other's conversations,
 answer 503 while it is down and recover when it is back; a key's owner is the same however
 the key is sent."""
 
@@ -23,7 +23,7 @@ STORE_EVENTS = "toolcall_proxy_response_store_events_total"
 
 @pytest.fixture(params=["memory", "redis"])
 def shared_store(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """The settings of a store two proxies share: one redis-server; or, for the memory
+    """The settings of a store two proxies share: one Valkey server; or, for the memory
     store, which no two processes share, the test uses one proxy for both."""
     if request.param == "memory":
         return {}

@@ -1,6 +1,7 @@
 """The Responses store, each test run on both backends (this process's memory, and a real
-redis-server): the same owners, age, count, byte budget and eviction order. A Redis that does
-not answer is a 503 for a lookup and a logged, counted error for a write."""
+Valkey server, which speaks Redis's protocol): the same owners, age, count, byte budget and
+eviction order. A Redis that does not answer is a 503 for a lookup and a logged, counted
+error for a write."""
 
 from __future__ import annotations
 
