@@ -26,7 +26,7 @@ from .observability import (
     prepare_multiprocess_dir,
 )
 from .server_limits import server_options
-from .settings import SETTING_RECORD_KEY, Settings
+from .settings import SETTING_RECORD_KEY, Settings, configuration_errors
 from .upstream import RoutesFileError
 
 # Each flag overrides the environment variable it is written into (every worker reads it).
@@ -120,14 +120,22 @@ def banner(settings: Settings) -> str:
     return "\n".join(lines)
 
 
-def report_bad_configuration(error: Exception) -> None:
-    """Why the command will not start. The settings could not be read, so LOG_FORMAT is
-    looked at directly: a log pipeline that reads JSON must get this line as JSON too."""
+def report_bad_configuration(problems: Sequence[str]) -> None:
+    """Why the command will not start, one line per problem. The settings could not be read,
+    so LOG_FORMAT is looked at directly: a log pipeline that reads JSON must get this as JSON
+    too."""
+    flags = {variable: flag for flag, variable in FLAG_VARIABLES.items()}
+    lines = []
+    for problem in problems:
+        variable = problem.partition("=")[0]
+        flag = flags.get(variable)
+        lines.append(problem if flag is None else f"{problem} (flag --{flag.replace('_', '-')})")
+    text = "\n".join(f"  {line}" for line in lines)
     if os.environ.get("LOG_FORMAT", "").strip().lower() == LogFormat.JSON:
         configure_logging(LogFormat.JSON, LogLevel.INFO)
-        logging.getLogger(STARTUP_LOGGER).error("bad configuration:\n%s", error)
+        logging.getLogger(STARTUP_LOGGER).error("bad configuration:\n%s", text)
     else:
-        print(f"toolcall-proxy: bad configuration:\n{error}", file=sys.stderr)
+        print(f"toolcall-proxy: bad configuration:\n{text}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -141,8 +149,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             settings = Settings()
             build_router(settings)  # a bad routes file stops the command here, not in each worker
             otel.signals(os.environ)  # so does an OTLP protocol no exporter here speaks
-        except (ValidationError, RoutesFileError, otel.OpenTelemetryConfigError) as error:
-            report_bad_configuration(error)
+        except ValidationError as error:
+            report_bad_configuration(configuration_errors(error))
+            raise SystemExit(EXIT_BAD_CONFIGURATION) from None
+        except RoutesFileError as error:
+            report_bad_configuration([f"ROUTES_FILE={str(settings.routes_file)!r}: {error}"])
+            raise SystemExit(EXIT_BAD_CONFIGURATION) from None
+        except otel.OpenTelemetryConfigError as error:
+            report_bad_configuration([str(error)])
             raise SystemExit(EXIT_BAD_CONFIGURATION) from None
     log_config = configure_logging(settings.log_format, settings.log_level)
     for record in warnings:

@@ -3,13 +3,15 @@ flags into the same variables so that every uvicorn worker sees one configuratio
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from protocols import (
@@ -83,6 +85,36 @@ DEFAULT_DRAIN_TIMEOUT = 300
 # What Kubernetes writes into `<SERVICE>_PORT` for every Service in the namespace (service
 # links): a Service named `proxy` or `metrics` sets PROXY_PORT or METRICS_PORT to this.
 SERVICE_LINK = re.compile(r"(tcp|udp|sctp)://[^/\s]+:\d+")
+UPSTREAM_URL_SCHEMES = ("http", "https")
+# Endpoints the proxy adds to an upstream base URL itself: a base URL ending in one (a
+# pasted request URL) would have every request sent to `.../chat/completions/chat/completions`.
+API_ENDPOINTS = ("/chat/completions", "/completions", "/responses", "/messages", "/models")
+
+
+def upstream_url_problem(url: str) -> str | None:
+    """What is wrong with `url` as an upstream's base URL, said with what is accepted; None if
+    it is one."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in UPSTREAM_URL_SCHEMES or not parts.hostname:
+        example = f"http://{url.split('://')[-1]}" if url else "http://127.0.0.1:8001/v1"
+        return f"not an http:// or https:// URL with a host; accepted: a base URL like {example}"
+    path = parts.path.rstrip("/")
+    endpoint = next((end for end in API_ENDPOINTS if path.endswith(end)), None)
+    if endpoint is not None:
+        base = url.rstrip("/").removesuffix(endpoint)
+        return (
+            f"ends in the endpoint {endpoint}, which the proxy adds itself; accepted: the "
+            f"API's base URL ({base})"
+        )
+    return None
+
+
+def unknown_protocol(name: str) -> str:
+    """Why `name` is not a protocol, with the registered ones (and the likely one)."""
+    known = protocol_names()
+    close = difflib.get_close_matches(name.lower().replace("_", "-"), known, n=1)
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"not a protocol{guess}; accepted: {', '.join(known)}"
 
 
 class HostedTools(StrEnum):
@@ -178,8 +210,16 @@ class Settings(BaseSettings):
     @classmethod
     def _known_protocol(cls, name: str) -> str:
         if name not in protocol_names():
-            raise ValueError(f"unknown protocol {name!r}; known: {', '.join(protocol_names())}")
+            raise ValueError(unknown_protocol(name))
         return name
+
+    @field_validator("upstream_base_url")
+    @classmethod
+    def _upstream_url(cls, url: str | None) -> str | None:
+        problem = None if url is None else upstream_url_problem(url)
+        if problem is not None:
+            raise ValueError(problem)
+        return url
 
     @field_validator("proxy_api_keys", mode="before")
     @classmethod
@@ -234,7 +274,7 @@ class Settings(BaseSettings):
     @classmethod
     def _store_url_scheme(cls, url: SecretStr | None) -> SecretStr | None:
         if url is not None and not url.get_secret_value().startswith(STORE_URL_SCHEMES):
-            raise ValueError(f"must start with {', '.join(STORE_URL_SCHEMES)}")
+            raise ValueError(f"accepted: a URL starting with {', '.join(STORE_URL_SCHEMES)}")
         return url
 
     @property
@@ -264,3 +304,17 @@ class Settings(BaseSettings):
             small_call_chars=self.small_call_chars,
             off_protocol_calls=self.off_protocol_calls,
         )
+
+
+def configuration_errors(error: ValidationError) -> list[str]:
+    """Each setting pydantic refused, as one line naming its variable, its value (unless it may
+    hold a secret) and what it accepts."""
+    lines = []
+    for problem in error.errors(include_url=False):
+        name = str(problem["loc"][0]) if problem["loc"] else ""
+        field = Settings.model_fields.get(name)
+        secret = field is not None and "SecretStr" in str(field.annotation)
+        value = "(not shown: it may hold a secret)" if secret else repr(problem.get("input"))
+        message = problem["msg"].removeprefix("Value error, ").replace("Input should", "should")
+        lines.append(f"{name.upper()}={value}: {message}")
+    return lines

@@ -122,7 +122,7 @@ def stream(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """One real redis-server for the session, on a free loopback port (see `redis_url`)."""
+    """One real Valkey server for the session, on a free loopback port (see `redis_url`)."""
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     server.start()
     yield server
@@ -131,7 +131,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
-    """The session's redis-server, emptied for this test."""
+    """The session's server, emptied for this test."""
     with redis.Redis.from_url(redis_server.url) as client:
         client.flushall()
     return redis_server.url
@@ -139,7 +139,7 @@ def redis_url(redis_server: RedisServer) -> str:
 
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of this test's own, which it may stop and start again."""
+    """A Valkey server of this test's own, which it may stop and start again."""
     server = RedisServer(tmp_path)
     server.start()
     yield server

@@ -27,6 +27,13 @@ from ..wire import (
     data_payloads,
     json_value,
 )
+from .failures import (
+    UPSTREAM_FAILURES,
+    failure_kind,
+    missing_v1_hint,
+    shown_url,
+    upstream_failure,
+)
 
 # An upstream error body is read only this far: enough for any real error message, and an
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
@@ -35,12 +42,6 @@ MAX_ERROR_BODY_BYTES = 64 * 1024
 CLOSE_TIMEOUT_SECONDS = 5.0
 
 Item = TypeVar("Item")
-
-UPSTREAM_FAILURES = (httpx.RequestError, httpx.StreamError, TimeoutError)
-# Ollama, vLLM, llama.cpp and TGI serve the OpenAI API under /v1: a base URL without it (the
-# commonest mistake, `http://127.0.0.1:11434` for Ollama) gets 404 for every endpoint.
-OPENAI_API_SEGMENT = "v1"
-NOT_FOUND = 404
 
 logger = logging.getLogger(__name__)
 
@@ -60,43 +61,6 @@ def deadline_scope(deadline: float) -> Iterator[None]:
     the shielded code is done."""
     with anyio.fail_after(deadline - anyio.current_time()):
         yield
-
-
-def missing_v1_hint(status: int, url: str) -> str | None:
-    """The likely cause of a 404 from an upstream whose URL has no /v1, said plainly."""
-    if status != NOT_FOUND or OPENAI_API_SEGMENT in urlsplit(url).path.split("/"):
-        return None
-    return (
-        f"the upstream has no {urlsplit(url).path}: its base URL does not end in "
-        f"/{OPENAI_API_SEGMENT}, where OpenAI-compatible servers serve the API "
-        f"(Ollama: UPSTREAM_BASE_URL=http://127.0.0.1:11434/{OPENAI_API_SEGMENT})"
-    )
-
-
-def failure_kind(exc: BaseException, *, mid_stream: bool) -> UpstreamFailure:
-    """How a transport failure is counted: timeouts apart, then by whether the 2xx status
-    had already come."""
-    if isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return UpstreamFailure.TIMEOUT
-    return UpstreamFailure.MID_STREAM if mid_stream else UpstreamFailure.CONNECT
-
-
-def upstream_failure(exc: BaseException) -> ProxyError:
-    """The client-facing error for a transport failure, timeout or broken stream."""
-    if isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return ProxyError(
-            504, "upstream timed out", error_type=UPSTREAM_ERROR, code="upstream_timeout"
-        )
-    if isinstance(exc, httpx.ConnectError):
-        return ProxyError(
-            502, "upstream unreachable", error_type=UPSTREAM_ERROR, code="upstream_unreachable"
-        )
-    return ProxyError(
-        502,
-        f"upstream connection failed: {type(exc).__name__}",
-        error_type=UPSTREAM_ERROR,
-        code="upstream_connection_error",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +263,9 @@ class Upstream:
         self._total_timeout = total_timeout
         self._metrics = metrics
         self._hinted: set[str] = set()
+        # Upstream servers whose last request failed before an answer: each is logged once
+        # as it starts failing, not once per request, and again once it answers.
+        self._failing: set[bytes] = set()
         self._limits = limits
 
     async def request_json(
@@ -341,7 +308,9 @@ class Upstream:
                 response = await self.client.send(request, stream=True)
         except UPSTREAM_FAILURES as exc:
             self._metrics.upstream_duration.observe(time.perf_counter() - started)
-            raise self._failure(exc) from exc
+            raise self._failure(exc, request.url) from exc
+        if self._failing:
+            self._answered(request.url)
         stream = UpstreamStream(
             response, deadline, self._metrics, started, self._limits, held_whole=held_whole
         )
@@ -365,10 +334,20 @@ class Upstream:
             logger.warning("upstream answered 404 at %s: %s", url, hint)
         return UpstreamStatusError(status, body, hint=hint)
 
-    def _failure(self, exc: BaseException) -> ProxyError:
-        """Count a failure before the status came, and make it the client's error."""
+    def _failure(self, exc: BaseException, url: httpx.URL) -> ProxyError:
+        """Count a failure before the status came, log the server's first, and make it the
+        client's error."""
         self._metrics.upstream_errors.labels(failure_kind(exc, mid_stream=False)).inc()
-        return upstream_failure(exc)
+        failure = upstream_failure(exc)
+        if url.netloc not in self._failing:
+            self._failing.add(url.netloc)
+            logger.warning("%s at %s", failure.message, shown_url(url))
+        return failure
+
+    def _answered(self, url: httpx.URL) -> None:
+        if url.netloc in self._failing:
+            self._failing.discard(url.netloc)
+            logger.info("upstream at %s answers again", shown_url(url))
 
 
 async def _read_prefix(response: httpx.Response, limit: int) -> bytes:

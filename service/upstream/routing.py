@@ -11,12 +11,15 @@ protocol and its API key, loaded from a TOML or JSON routes file.
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
+
+Every route is checked as the file is loaded, once at start: a field, type, protocol or URL
+the proxy cannot use stops the command, naming the route, the field, the value and what it
+accepts.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import tomllib
 from collections.abc import Mapping
@@ -28,11 +31,9 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import SecretStr
 
-from protocols import Protocol, UnknownProtocolError, get_protocol
+from protocols import Protocol, get_protocol, protocol_names
 
-from ..wire import ProxyError
-
-logger = logging.getLogger(__name__)
+from ..settings import unknown_protocol, upstream_url_problem
 
 # Each field a route may hold, and the type of its value.
 ROUTE_FIELDS: dict[str, type] = {
@@ -46,7 +47,8 @@ ROUTE_FIELDS: dict[str, type] = {
 
 
 class RoutesFileError(ValueError):
-    """The routes file is unreadable or malformed; the proxy refuses to start."""
+    """The routes file is unreadable or malformed; the proxy refuses to start. The message
+    says what is wrong in the file; its reader names the file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class Target:
 
 class Router:
     """Picks the target for a request's `model`; unrouted models go to the default target.
+    Every target's protocol is a registered one (the settings and `load_routes` check).
 
     >>> router.target_for("coder").base_url
     'http://gpu-box:8001/v1'
@@ -79,13 +82,10 @@ class Router:
     def __init__(self, default: Target, routes: Mapping[str, Target]) -> None:
         self.default = default
         self._routes = dict(routes)
-        self._protocols: dict[str, Protocol] = {}
-        for name in {default.protocol_name, *(t.protocol_name for t in routes.values())}:
-            try:
-                self._protocols[name] = get_protocol(name)
-            except UnknownProtocolError as exc:
-                # Kept routable so the mistake surfaces as a 400 naming it, not a dead proxy.
-                logger.warning("routes file: %s", exc)
+        self._protocols = {
+            name: get_protocol(name)
+            for name in {default.protocol_name, *(t.protocol_name for t in routes.values())}
+        }
 
     @property
     def route_names(self) -> list[str]:
@@ -97,15 +97,7 @@ class Router:
         return self.default
 
     def protocol_for(self, target: Target) -> Protocol:
-        try:
-            return self._protocols[target.protocol_name]
-        except KeyError:
-            raise ProxyError(
-                400,
-                f"the route for this model names unknown protocol {target.protocol_name!r}",
-                param="model",
-                code="unknown_protocol",
-            ) from None
+        return self._protocols[target.protocol_name]
 
 
 def load_routes(path: Path, default: Target) -> dict[str, Target]:
@@ -114,10 +106,10 @@ def load_routes(path: Path, default: Target) -> dict[str, Target]:
         text = path.read_text(encoding="utf-8")
         document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (OSError, ValueError) as exc:
-        raise RoutesFileError(f"cannot read routes file {path}: {exc}") from exc
+        raise RoutesFileError(f"cannot be read: {exc}") from exc
     routes = document.get("routes") if isinstance(document, dict) else None
     if not isinstance(routes, dict):
-        raise RoutesFileError(f"{path}: expected a top-level 'routes' table")
+        raise RoutesFileError("expected a top-level 'routes' table")
     return {name: _route(name, entry, default) for name, entry in routes.items()}
 
 
@@ -126,11 +118,16 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         raise RoutesFileError(f"route {name!r}: expected a table")
     unknown = set(entry) - ROUTE_FIELDS.keys()
     if unknown:
-        raise RoutesFileError(f"route {name!r}: unknown fields {sorted(unknown)}")
+        raise RoutesFileError(
+            f"route {name!r}: unknown fields {sorted(unknown)}; accepted: {', '.join(ROUTE_FIELDS)}"
+        )
     for key, value in entry.items():
         if type(value) is not ROUTE_FIELDS[key]:
             kind = "true or false" if ROUTE_FIELDS[key] is bool else "a string"
-            raise RoutesFileError(f"route {name!r}: {key} must be {kind}")
+            raise RoutesFileError(f"route {name!r}: {key} = {value!r}: {key} must be {kind}")
+    problem = _route_problem(entry)
+    if problem is not None:
+        raise RoutesFileError(f"route {name!r}: {problem}")
     base_url = entry.get("base_url", default.base_url).rstrip("/")
     api_key = default.api_key if _origin(base_url) == _origin(default.base_url) else None
     if "api_key_env" in entry:
@@ -146,6 +143,16 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         native_tools=entry.get("native_tools", default.native_tools),
         structured_output=entry.get("structured_output", default.structured_output),
     )
+
+
+def _route_problem(entry: dict[str, Any]) -> str | None:
+    """What is wrong with a route's protocol or base_url, naming the field and its value."""
+    protocol = entry.get("protocol")
+    if protocol is not None and protocol not in protocol_names():
+        return f"protocol = {protocol!r}: {unknown_protocol(protocol)}"
+    url = entry.get("base_url")
+    problem = None if url is None else upstream_url_problem(url)
+    return None if problem is None else f"base_url = {url!r}: {problem}"
 
 
 def _origin(url: str) -> tuple[str, str | None, int | None]:

@@ -1,35 +1,71 @@
 """The benchmarks still run: each script, with the smallest sizes, against real servers it
 starts itself (the real-model benchmark against a scripted model). Their numbers are not
 checked (that is what running them is for); what they print is, and so is every request
-they sent being counted by the proxy's metrics."""
+they sent being counted by the proxy's metrics.
+
+The scripts that need nothing from a test start together, as the module's first test begins:
+each spends most of its time starting its servers one process after another, so side by side
+they take about the longest one's time, not the sum. Each test then waits for its own. The
+contention benchmark runs alone: its busy processes are the load it measures."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
-from processes import run as run_to_the_end
+import pytest
+from processes import Started, run_to_the_end
 from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SERVERS = ("bare relay", "toolcall-proxy")
+# The scripts started together, with their smallest sizes.
+SIDE_BY_SIDE = {
+    "versus_relay.py": (
+        *("--rounds", "1", "--repeat", "2", "--long-chunks", "10"),
+        *("--concurrent-requests", "64", "--concurrent-chunks", "5"),
+    ),
+    "workers_scaling.py": ("--rounds", "1", "--requests", "64", "--chunks", "5"),
+    "parsers.py": ("--quick",),
+    "response_store.py": ("--sizes", "1000", "--requests", "3"),
+}
 
 
-def run(script: str, *arguments: str) -> str:
-    """The script run to its end; the servers it started are stopped with it, even if it hung."""
-    finished = run_to_the_end([sys.executable, str(BENCH / script), *arguments])
+def command(script: str, *arguments: str) -> list[str]:
+    return [sys.executable, str(BENCH / script), *arguments]
+
+
+def output_of(finished: subprocess.CompletedProcess[str]) -> str:
     assert finished.returncode == 0, finished.stderr
     return finished.stdout
 
 
-def test_versus_relay_prints_every_row_and_counts_every_request() -> None:
-    out = run(
-        "versus_relay.py",
-        *("--rounds", "1", "--repeat", "2", "--long-chunks", "10"),
-        *("--concurrent-requests", "64", "--concurrent-chunks", "5"),
-    )
+def run(script: str, *arguments: str) -> str:
+    """What the script printed, run to its end; the servers it started are stopped with it,
+    even if it hung."""
+    return output_of(run_to_the_end(command(script, *arguments)))
+
+
+@pytest.fixture(scope="module")
+def side_by_side() -> Iterator[dict[str, Started]]:
+    """The SIDE_BY_SIDE scripts, started at once; each stopped with all it started, at the
+    latest when the module's tests are done."""
+    with ExitStack() as stack:
+        yield {
+            script: stack.enter_context(Started(command(script, *arguments)))
+            for script, arguments in SIDE_BY_SIDE.items()
+        }
+
+
+def test_versus_relay_prints_every_row_and_counts_every_request(
+    side_by_side: dict[str, Started],
+) -> None:
+    out = output_of(side_by_side["versus_relay.py"].finish())
 
     # At these sizes a per-chunk difference may well come out negative: noise, not news.
     for row in ("server CPU per chunk", "time to first byte added", "non-stream added"):
@@ -40,8 +76,10 @@ def test_versus_relay_prints_every_row_and_counts_every_request() -> None:
     assert "proxy requests_total grew by 177 " in out
 
 
-def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream() -> None:
-    out = run("workers_scaling.py", "--rounds", "1", "--requests", "64", "--chunks", "5")
+def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream(
+    side_by_side: dict[str, Started],
+) -> None:
+    out = output_of(side_by_side["workers_scaling.py"].finish())
 
     counted = re.findall(r"^\s+([12]) .* (\d+) of (\d+)$", out, re.MULTILINE)
     assert [(workers, sent) for workers, _, sent in counted] == [("1", "128"), ("2", "128")], out
@@ -62,13 +100,25 @@ def test_front_doors_prints_each_door_against_chat_and_counts_every_stream() -> 
     )
 
 
-def test_parser_benchmark_prints_every_protocol_and_the_stall_rows() -> None:
-    out = run("parsers.py", "--quick")
+def test_parser_benchmark_prints_every_protocol_and_the_stall_rows(
+    side_by_side: dict[str, Started],
+) -> None:
+    out = output_of(side_by_side["parsers.py"].finish())
 
     for protocol in ("json-mix", "morph-xml", "qwen3-coder"):
         assert re.search(rf"^{protocol}\s+prose, no calls\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE)
     stall_rows = re.findall(r" ms  (\w+)$", out, re.MULTILINE)
     assert stall_rows, out
+
+
+def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes(
+    side_by_side: dict[str, Started],
+) -> None:
+    out = output_of(side_by_side["response_store.py"].finish())
+
+    for backend in ("memory", "redis"):
+        assert re.search(rf"^{backend}\s+1000(\s+-?[\d.]+){{5}}$", out, re.MULTILINE), out
+    assert re.search(r"^\s+1000\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+-?\d+$", out, re.MULTILINE), out
 
 
 def test_contention_runs_both_servers_beside_busy_processes_and_probes_each_after() -> None:
@@ -88,14 +138,6 @@ def test_contention_runs_both_servers_beside_busy_processes_and_probes_each_afte
         assert found, out
         assert found[1] == "yes", out  # the server still answers once its load is over
     assert re.search(r"^proxy >= 0.9x the relay's completed.*: (met|NOT met)$", out, re.M), out
-
-
-def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes() -> None:
-    out = run("response_store.py", "--sizes", "1000", "--requests", "3")
-
-    for backend in ("memory", "redis"):
-        assert re.search(rf"^{backend}\s+1000(\s+-?[\d.]+){{5}}$", out, re.MULTILINE), out
-    assert re.search(r"^\s+1000\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+-?\d+$", out, re.MULTILINE), out
 
 
 def test_real_model_calls_scores_each_answer_and_keeps_it_for_rescoring(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from node_projects import NODE, install
 from observability import scrape
-from processes import run as run_to_the_end
+from processes import run_to_the_end
 from servers import StartProxy
 from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 

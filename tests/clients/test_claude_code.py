@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from node_projects import install, path_with_node
-from processes import run as run_to_the_end
+from processes import run_to_the_end
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
 

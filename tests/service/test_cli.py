@@ -23,6 +23,7 @@ from servers import DONE, WEATHER_TOOL, chat_body, http_client, read_events
 from upstream_server import Paused, ScriptedUpstream
 from waits import HUNG_AFTER_SECONDS
 
+from protocols import protocol_names
 from service.__main__ import banner
 from service.settings import Settings
 
@@ -291,10 +292,10 @@ def test_banner_asks_for_a_real_upstreams_model_not_the_demo_one(
     assert '"model":"MODEL"' in with_upstream and "/v1/models lists" in with_upstream
 
 
-def refused_command(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`toolcall-proxy` run in `env`, which it should refuse at once."""
+def refused_command(env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    """`toolcall-proxy *flags` run in `env`, which it should refuse at once."""
     return subprocess.run(
-        [sys.executable, "-m", "service"],
+        [sys.executable, "-m", "service", *flags],
         env=env,
         capture_output=True,
         text=True,
@@ -314,12 +315,64 @@ def test_a_bad_configuration_is_one_json_error_line_and_exit_status_2() -> None:
 
     [line] = [json.loads(raw) for raw in result.stderr.splitlines()]
     assert result.returncode == 2
-    assert line["level"] == "error" and "proxy_workers" in line["message"]
+    assert line["level"] == "error" and "PROXY_WORKERS='0'" in line["message"]
 
 
 def test_a_bad_store_url_is_refused_without_printing_its_password() -> None:
     result = refused_command(command_environment(RESPONSE_STORE_URL="http://:pw@cache:6379/0"))
 
     assert result.returncode == 2
-    assert "response_store_url" in result.stderr and "redis://" in result.stderr
+    assert "RESPONSE_STORE_URL=(not shown" in result.stderr and "redis://" in result.stderr
     assert ":pw@" not in result.stderr + result.stdout
+
+
+ACCEPTED_PROTOCOLS = f"accepted: {', '.join(protocol_names())}"
+
+
+@pytest.mark.parametrize(
+    ("upstream", "problem"),
+    [
+        pytest.param(
+            "localhost:8001/v1",
+            "not an http:// or https:// URL with a host; "
+            "accepted: a base URL like http://localhost:8001/v1",
+            id="no-scheme",
+        ),
+        pytest.param(
+            "http://127.0.0.1:8001/v1/chat/completions",
+            "ends in the endpoint /chat/completions, which the proxy adds itself; "
+            "accepted: the API's base URL (http://127.0.0.1:8001/v1)",
+            id="endpoint-pasted",
+        ),
+    ],
+)
+def test_every_bad_setting_is_named_with_its_value_and_what_it_accepts(
+    upstream: str, problem: str
+) -> None:
+    env = command_environment(LOG_FORMAT="text", TOOL_PROTOCOL="morph_xml", PROXY_WORKERS="0")
+
+    result = refused_command(env, "--upstream", upstream)
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "toolcall-proxy: bad configuration:",
+        f"  UPSTREAM_BASE_URL={upstream!r}: {problem} (flag --upstream)",
+        f"  TOOL_PROTOCOL='morph_xml': not a protocol (did you mean 'morph-xml'?); "
+        f"{ACCEPTED_PROTOCOLS} (flag --protocol)",
+        "  PROXY_WORKERS='0': should be greater than or equal to 1 (flag --workers)",
+    ]
+
+
+def test_a_route_naming_an_unknown_protocol_stops_the_command(tmp_path: Path) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[routes.coder]\nmodel = "qwen2.5-coder-7b"\nprotocol = "morph_xml"\n')
+    env = command_environment(LOG_FORMAT="text")
+
+    result = refused_command(env, "--upstream", "http://127.0.0.1:8001/v1", "--routes", str(routes))
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "toolcall-proxy: bad configuration:",
+        f"  ROUTES_FILE={str(routes)!r}: route 'coder': protocol = 'morph_xml': not a protocol "
+        f"(did you mean 'morph-xml'?); {ACCEPTED_PROTOCOLS} (flag --routes)",
+    ]

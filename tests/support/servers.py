@@ -79,17 +79,19 @@ def http_client(**options: Any) -> httpx.Client:
 
 
 @contextmanager
-def serve(app: ASGIApp, **options: Any) -> Iterator[str]:
-    """Run `app` under uvicorn on its own event loop in a daemon thread, on a socket bound
-    here; the URL is returned once the app's lifespan startup has run.
+def serve(app: ASGIApp, sock: socket.socket | None = None, **options: Any) -> Iterator[str]:
+    """Run `app` under uvicorn on its own event loop in a daemon thread, on `sock` (a socket
+    bound to a loopback address) or one bound here; the URL is returned once the app's
+    lifespan startup has run.
 
     uvicorn's own `run` polls for the exit flag every 0.1 s and then waits for lingering
     keep-alive connections and a fixed 0.1 s more: for a test that is most of its time.
     Here the loop wakes on an event, idle connections are closed, the app's lifespan shutdown
     runs, and whatever is still in flight is cancelled as the loop closes.
     `options`: more `uvicorn.Config` arguments."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
+    if sock is None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", 0))
     sock.listen()
     _host, port = sock.getsockname()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **options))

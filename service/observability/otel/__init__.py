@@ -84,7 +84,7 @@ def _protocol(environ: Mapping[str, str], signal: str) -> str:
     protocol = (environ.get(variable) or environ.get(PROTOCOL) or DEFAULT_PROTOCOL).strip()
     if protocol not in SUPPORTED_PROTOCOLS:
         raise OpenTelemetryConfigError(
-            f"{variable} (or {PROTOCOL}) is {protocol!r}: the proxy exports OTLP as one of"
-            f" {', '.join(SUPPORTED_PROTOCOLS)}"
+            f"{variable}={protocol!r}: not an OTLP protocol the proxy exports"
+            f" ({variable} or {PROTOCOL}); accepted: {', '.join(SUPPORTED_PROTOCOLS)}"
         )
     return protocol

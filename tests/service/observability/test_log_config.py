@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 
+from waits import HUNG_AFTER_SECONDS
+
 LOG_IN_TEXT_FORMAT = """
 import logging
 from service.observability.log_config import LogFormat, LogLevel, configure_logging
@@ -46,14 +48,18 @@ except ValueError:
 
 def stderr_of(program: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, check=True, timeout=30
+        [sys.executable, "-c", program], capture_output=True, check=True, timeout=HUNG_AFTER_SECONDS
     )
     return done.stderr.decode()
 
 
 def stderr_lines(program: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=30
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HUNG_AFTER_SECONDS,
     )
     return done.stderr.splitlines()
 

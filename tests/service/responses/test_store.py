@@ -1,6 +1,7 @@
 """The Responses store, each test run on both backends (this process's memory, and a real
-redis-server): the same owners, age, count, byte budget and eviction order. A Redis that does
-not answer is a 503 for a lookup and a logged, counted error for a write."""
+Valkey server, which speaks Redis's protocol): the same owners, age, count, byte budget and
+eviction order. A Redis that does not answer is a 503 for a lookup and a logged, counted
+error for a write."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from redis_server import free_port
+from waits import HUNG_AFTER_SECONDS
 
 from service.observability import ProxyMetrics
 from service.responses.redis_store import RedisStore
@@ -57,7 +59,9 @@ def kept(backend: str, request: pytest.FixtureRequest, metrics: ProxyMetrics) ->
         if backend == "memory":
             yield MemoryStore(limits, metrics, clock or time.monotonic)
             return
-        store = RedisStore(url, limits, metrics, timeout=5, max_connections=4, clock=clock)
+        store = RedisStore(
+            url, limits, metrics, timeout=HUNG_AFTER_SECONDS, max_connections=4, clock=clock
+        )
         try:
             yield store
         finally:
@@ -184,7 +188,7 @@ async def test_a_redis_that_does_not_answer_is_a_503_for_lookups_and_a_counted_e
 ) -> None:
     limits = StoreLimits(max_responses=10, max_bytes=10**6, ttl_seconds=TTL)
     nobody = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    store = RedisStore(nobody, limits, metrics, timeout=5, max_connections=4)
+    store = RedisStore(nobody, limits, metrics, timeout=HUNG_AFTER_SECONDS, max_connections=4)
     try:
         await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])  # logged, not raised
         with pytest.raises(ProxyError) as raised:

@@ -1,5 +1,6 @@
 """The routes file's fields that say what an upstream does itself: `native_tools` and
-`structured_output`, booleans that default to the settings' values."""
+`structured_output`, booleans that default to the settings' values; and every field checked
+as the file is loaded, a value the proxy cannot use named with what it accepts."""
 
 from __future__ import annotations
 
@@ -39,10 +40,28 @@ def test_a_route_says_what_its_upstream_does_and_takes_the_rest_from_the_default
     [
         pytest.param('native_tools = "yes"', "native_tools must be true or false", id="bool"),
         pytest.param("model = 3", "model must be a string", id="string"),
+        pytest.param(
+            'protocol = "xml"',
+            "route 'odd': protocol = 'xml': not a protocol; accepted: ",
+            id="protocol",
+        ),
+        pytest.param(
+            'base_url = "gpu-box:8001/v1"',
+            "route 'odd': base_url = 'gpu-box:8001/v1': not an http:// or https:// URL",
+            id="url-without-scheme",
+        ),
+        pytest.param(
+            'base_url = "http://gpu-box:8001/v1/chat/completions/"',
+            r"ends in the endpoint /chat/completions, .* \(http://gpu-box:8001/v1\)",
+            id="url-of-an-endpoint",
+        ),
+        pytest.param(
+            'modle = "x"',
+            r"unknown fields \['modle'\]; accepted: base_url, model, protocol",
+            id="unknown-field",
+        ),
     ],
 )
-def test_a_field_of_the_wrong_type_stops_the_proxy(
-    tmp_path: Path, entry: str, message: str
-) -> None:
+def test_a_field_the_proxy_cannot_use_stops_it(tmp_path: Path, entry: str, message: str) -> None:
     with pytest.raises(RoutesFileError, match=message):
         routes(tmp_path, f"[routes.odd]\n{entry}\n")
