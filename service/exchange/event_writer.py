@@ -1,7 +1,8 @@
 """A writer for an API that answers one choice and streams it as named JSON events (the
 Responses API, Anthropic's Messages API): its subclass says what the API makes of each step
 of the answer, as event objects; they are encoded only for a stream, at the socket, while the
-whole answer grows in the writer either way."""
+whole answer grows in the writer either way. The events a stream sends most, its text deltas,
+are encoded once but for their text (`EventTemplate`), as chat's chunks are."""
 
 from __future__ import annotations
 
@@ -23,12 +24,45 @@ from .events import (
 )
 
 ApiEvent = dict[str, Any]  # one event of the writer's own API, with its `type`
+Written = ApiEvent | bytes  # an event, or one already encoded as `named_event` would
+# Where an `EventTemplate`'s event holds its text and its sequence number: strings that JSON
+# writes as they are, and no event holds.
+TEXT, SEQUENCE = "\ue000text", "\ue000sequence"
 
 
 def named_event(event: ApiEvent) -> bytes:
     """One server-sent event named by its type, as OpenAI's Responses and Anthropic's Messages
     streams send them: `event: <type>` and the event as `data`."""
     return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))
+
+
+class EventTemplate:
+    """An event encoded once but for its text (`TEXT` in the event it is made from) and, if
+    it has one, its sequence number (`SEQUENCE`): each event made from it costs one encoding
+    of its text, and the same bytes `named_event` writes.
+
+    >>> template = EventTemplate({"type": "delta", "sequence_number": SEQUENCE, "text": TEXT})
+    >>> template.encoded("Hi", 7)
+    b'event: delta\\ndata: {"type":"delta","sequence_number":7,"text":"Hi"}\\n\\n'
+    """
+
+    __slots__ = ("_after", "_before", "_between")
+
+    def __init__(self, event: ApiEvent) -> None:
+        encoded = named_event(event)
+        head, self._after = encoded.split(json_bytes(TEXT))
+        self._before, _, self._between = head.rpartition(json_bytes(SEQUENCE))
+
+    def encoded(self, text: str, sequence: int = 0) -> bytes:
+        if not self._before:  # no sequence number
+            return self._between + json_bytes(text) + self._after
+        return b"%s%d%s%s%s" % (
+            self._before,
+            sequence,
+            self._between,
+            json_bytes(text),
+            self._after,
+        )
 
 
 class EventWriter(ABC):
@@ -51,9 +85,9 @@ class EventWriter(ABC):
         events = self._events(event)
         if not self._stream or not events:
             return b""
-        return b"".join([named_event(each) for each in events])
+        return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
-    def _events(self, event: Event) -> list[ApiEvent]:
+    def _events(self, event: Event) -> list[Written]:
         # A delta with no text adds nothing: no event says so.
         if isinstance(event, ContentDelta):  # the commonest first
             return self.content_delta(event.text) if event.text else []
@@ -78,27 +112,27 @@ class EventWriter(ABC):
     def whole(self) -> Any: ...
 
     @abstractmethod
-    def start(self) -> list[ApiEvent]: ...
+    def start(self) -> list[Written]: ...
 
     @abstractmethod
-    def reasoning_delta(self, text: str) -> list[ApiEvent]: ...
+    def reasoning_delta(self, text: str) -> list[Written]: ...
 
     @abstractmethod
-    def content_delta(self, text: str) -> list[ApiEvent]: ...
+    def content_delta(self, text: str) -> list[Written]: ...
 
     @abstractmethod
-    def call_start(self, call: CallStart) -> list[ApiEvent]: ...
+    def call_start(self, call: CallStart) -> list[Written]: ...
 
     @abstractmethod
-    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
+    def call_delta(self, index: int, text: str) -> list[Written]:
         """More of call `index`'s arguments."""
 
     @abstractmethod
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
-    ) -> list[ApiEvent]:
+    ) -> list[Written]:
         """`finish_reason`: None for an answer that had no choice."""
 
     @abstractmethod
-    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
+    def fail(self, error: dict[str, Any]) -> list[Written]:
         """`error`: the fields of an OpenAI error body's `error` (message, type, code)."""

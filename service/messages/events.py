@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..exchange import ApiEvent, CallStart, EventWriter
+from ..exchange import TEXT, CallStart, EventTemplate, EventWriter, Written
 from .errors import anthropic_error_of
 from .tokens import tokens_in_text
 
@@ -26,7 +26,11 @@ STOP_REASONS = {
 END_TURN, STOP_SEQUENCE = "end_turn", "stop_sequence"
 CALL_ID_PREFIX, TOOL_USE_ID_PREFIX = "call_", "toolu_"
 # A delta's type for each kind of block, and the field it grows.
-DELTAS = {"text": "text_delta", "thinking": "thinking_delta"}
+DELTAS = {
+    "text": ("text_delta", "text"),
+    "thinking": ("thinking_delta", "thinking"),
+    "tool_use": ("input_json_delta", "partial_json"),
+}
 
 
 def tool_use_id(call_id: str) -> str:
@@ -58,6 +62,7 @@ class MessageWriter(EventWriter):
         self._thinking = thinking  # reasoning becomes thinking blocks; else it is left out
         self._input_estimate = input_estimate
         self._texts: list[io.StringIO] = []  # each block's text or input JSON, as it grew
+        self._deltas: list[EventTemplate] = []  # each block's delta event
         self._open: int | None = None  # the index of the block deltas add to
         self._calls: dict[int, int] = {}  # chat tool-call index -> its block's index
         self._output_chars = 0
@@ -79,19 +84,19 @@ class MessageWriter(EventWriter):
     def whole(self) -> dict[str, Any]:
         return self._message
 
-    def start(self) -> list[ApiEvent]:
+    def start(self) -> list[Written]:
         started = {**self._message, "content": [], "usage": dict(self._message["usage"])}
         return [{"type": "message_start", "message": started}, {"type": "ping"}]
 
-    def reasoning_delta(self, text: str) -> list[ApiEvent]:
+    def reasoning_delta(self, text: str) -> list[Written]:
         return self._text("thinking", text) if self._thinking else []
 
-    def content_delta(self, text: str) -> list[ApiEvent]:
+    def content_delta(self, text: str) -> list[Written]:
         return self._text("text", text)
 
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
-    ) -> list[ApiEvent]:
+    ) -> list[Written]:
         """Every block stopped, the stop reason and usage said, the message stopped. A text
         the upstream says one of the request's stop sequences ended is `stop_sequence`."""
         events = self._close()
@@ -113,48 +118,55 @@ class MessageWriter(EventWriter):
             {"type": "message_stop"},
         ]
 
-    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
+    def fail(self, error: dict[str, Any]) -> list[Written]:
         """Anthropic ends a stream that fails with one `error` event."""
         self._settle()
         return [anthropic_error_of(error)]
 
-    def _text(self, kind: str, text: str) -> list[ApiEvent]:
+    def _text(self, kind: str, text: str) -> list[Written]:
         events = [] if self._is_open(kind) else self._open_block({"type": kind, kind: ""})
-        index = self._open
-        assert index is not None
-        self._texts[index].write(text)
-        self._output_chars += len(text)
-        delta = {"type": DELTAS[kind], kind: text}
-        return [*events, {"type": "content_block_delta", "index": index, "delta": delta}]
+        assert self._open is not None
+        events.append(self._more(self._open, text))
+        return events
 
-    def call_start(self, call: CallStart) -> list[ApiEvent]:
+    def call_start(self, call: CallStart) -> list[Written]:
         block = {"type": "tool_use", "id": tool_use_id(call.call_id), "name": call.name}
         events = self._open_block({**block, "input": {}})
         self._calls[call.index] = len(self.content) - 1
         return events
 
-    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
+    def call_delta(self, index: int, text: str) -> list[Written]:
         """More of a call's arguments (a JSON text, in fragments)."""
-        block = self._calls[index]
-        self._texts[block].write(text)  # the model never interleaves calls; if it did, the
-        self._output_chars += len(text)  # fragment still lands in its own block
-        delta = {"type": "input_json_delta", "partial_json": text}
-        return [{"type": "content_block_delta", "index": block, "delta": delta}]
+        # The model never interleaves calls; if it did, the fragment still lands in its block.
+        return [self._more(self._calls[index], text)]
 
-    def _open_block(self, block: Block) -> list[ApiEvent]:
+    def _more(self, index: int, text: str) -> bytes:
+        """More of block `index`'s text, as its delta event."""
+        self._texts[index].write(text)
+        self._output_chars += len(text)
+        return self._deltas[index].encoded(text)
+
+    def _open_block(self, block: Block) -> list[Written]:
         events = self._close()
         if block["type"] == "thinking":
             block["signature"] = ""  # nothing to verify: a text model signs nothing
         self._open = len(self.content)
         self.content.append(block)
         self._texts.append(io.StringIO())
+        kind, field = DELTAS[block["type"]]
+        delta = {
+            "type": "content_block_delta",
+            "index": self._open,
+            "delta": {"type": kind, field: TEXT},
+        }
+        self._deltas.append(EventTemplate(delta))
         start = {"type": "content_block_start", "index": self._open, "content_block": dict(block)}
         return [*events, start]
 
     def _is_open(self, kind: str) -> bool:
         return self._open is not None and self.content[self._open]["type"] == kind
 
-    def _close(self) -> list[ApiEvent]:
+    def _close(self) -> list[Written]:
         index, self._open = self._open, None
         return [] if index is None else [{"type": "content_block_stop", "index": index}]
 
