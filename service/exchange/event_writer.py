@@ -85,6 +85,9 @@ class EventWriter(ABC):
         events = self._events(event)
         if not self._stream or not events:
             return b""
+        if len(events) == 1:  # a delta's, mostly: one event, encoded already
+            only = events[0]
+            return only if isinstance(only, bytes) else named_event(only)
         return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
     def _events(self, event: Event) -> list[Written]:

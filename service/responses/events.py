@@ -155,7 +155,10 @@ class ResponseWriter(EventWriter):
         ]
 
     def _text(self, kind: str, text: str) -> list[Written]:
-        events = [] if self._is_open(kind) else self._open_text_item(kind)
+        if self._is_open(kind):
+            self._held.write(text)
+            return [self._open_delta_event(text)]
+        events = self._open_text_item(kind)
         self._held.write(text)
         events.append(self._open_delta_event(text))
         return events
