@@ -6,6 +6,7 @@ are encoded once but for their text (`EventTemplate`), as chat's chunks are."""
 
 from __future__ import annotations
 
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
@@ -56,43 +57,75 @@ class EventTemplate:
     def encoded(self, text: str, sequence: int = 0) -> bytes:
         if not self._before:  # no sequence number
             return self._between + json_bytes(text) + self._after
-        return b"%s%d%s%s%s" % (
-            self._before,
-            sequence,
-            self._between,
-            json_bytes(text),
-            self._after,
+        return b"".join(
+            (self._before, b"%d" % sequence, self._between, json_bytes(text), self._after)
         )
 
 
-class EventWriter(ABC):
-    """The steps of one answer, each returning the API's events for it; a choice's end is
-    held until the answer's, where its usage comes.
+TextDelta = ContentDelta | ReasoningDelta | CallDelta  # the deltas that carry text
 
-    >>> class Plain(EventWriter):
-    ...     def content_delta(self, text): return [{"type": "text", "text": text}]
-    ...     ...
-    >>> Plain(stream=True).write(ContentDelta("Hi"))
-    b'event: text\\ndata: {"type":"text","text":"Hi"}\\n\\n'
+
+class EventWriter(ABC):
+    """The steps of one answer, each returning the API's events for it. The text of the item
+    (or block) that is open goes to it directly, each delta sent from its template: a step
+    opens an item with `open_text`, and a delta reaches the subclass only when nothing it
+    adds to is open. A choice's end is held until the answer's, where its usage comes.
+
+    >>> writer = ResponseWriter(body, model="m", stream=True)  # a subclass
+    >>> writer.write(ContentDelta("Hi"))  # content_delta opens a message: its events, a delta
+    >>> writer.write(ContentDelta(" there"))  # the open message's delta event alone
     """
 
     def __init__(self, *, stream: bool) -> None:
         self._stream = stream
+        self.sequence = 0  # the next event's number, for an API that numbers its events
         self._finish_reason: str | None = None
         self._matched_stop: str | None = None
+        self._adding: type[TextDelta] | None = None  # the deltas that add to the open item
+        self._adding_call = -1  # for a call: its index
+        self._held = io.StringIO()  # where their text goes
+        self._delta_event: EventTemplate | None = None  # and how each is sent
 
     def write(self, event: Event) -> bytes:
+        if type(event) is self._adding and (self._adding_call < 0 or self._adds(event)):
+            return self._more(event)  # the commonest: more of the open item's text
         events = self._events(event)
+        if isinstance(event, TextDelta) and self._adds(event):
+            events.append(self._more(event))  # the item it opened
         if not self._stream or not events:
             return b""
-        if len(events) == 1:  # a delta's, mostly: one event, encoded already
-            only = events[0]
-            return only if isinstance(only, bytes) else named_event(only)
         return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
+
+    def open_text(
+        self, kind: type[TextDelta], held: io.StringIO, event: EventTemplate | None, call: int = -1
+    ) -> None:
+        """From now on the deltas of `kind` (for a call, of call `call`) add to the item just
+        opened: their text written to `held`, each sent as `event` (none: not sent)."""
+        self._adding, self._adding_call, self._held, self._delta_event = kind, call, held, event
+
+    def close_text(self) -> None:
+        """No item is open any more."""
+        self._adding = None
+
+    def _adds(self, event: Event) -> bool:
+        return type(event) is self._adding and (
+            not isinstance(event, CallDelta) or event.index == self._adding_call
+        )
+
+    def _more(self, delta: Event) -> bytes:
+        """More of the open item's text, and its delta event."""
+        assert isinstance(delta, TextDelta)
+        text = delta.text
+        self._held.write(text)
+        if not self._stream or self._delta_event is None or not text:
+            return b""
+        encoded = self._delta_event.encoded(text, self.sequence)
+        self.sequence += 1
+        return encoded
 
     def _events(self, event: Event) -> list[Written]:
         # A delta with no text adds nothing: no event says so.
-        if isinstance(event, ContentDelta):  # the commonest first
+        if isinstance(event, ContentDelta):
             return self.content_delta(event.text) if event.text else []
         if isinstance(event, CallDelta):
             return self.call_delta(event.index, event.text) if event.text else []
@@ -118,17 +151,22 @@ class EventWriter(ABC):
     def start(self) -> list[Written]: ...
 
     @abstractmethod
-    def reasoning_delta(self, text: str) -> list[Written]: ...
+    def reasoning_delta(self, text: str) -> list[Written]:
+        """Reasoning with no item open for it: the events that open one (`open_text`), or
+        none when the API leaves reasoning out."""
 
     @abstractmethod
-    def content_delta(self, text: str) -> list[Written]: ...
+    def content_delta(self, text: str) -> list[Written]:
+        """Text with no item open for it: the events that open one (`open_text`)."""
 
     @abstractmethod
-    def call_start(self, call: CallStart) -> list[Written]: ...
+    def call_start(self, call: CallStart) -> list[Written]:
+        """The events that open the call's item (`open_text`)."""
 
     @abstractmethod
     def call_delta(self, index: int, text: str) -> list[Written]:
-        """More of call `index`'s arguments."""
+        """More arguments of call `index` while another item is open (no model's output
+        interleaves calls, but nothing is lost if one did)."""
 
     @abstractmethod
     def finish(

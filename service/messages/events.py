@@ -11,7 +11,16 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..exchange import TEXT, CallStart, EventTemplate, EventWriter, Written
+from ..exchange import (
+    TEXT,
+    CallDelta,
+    CallStart,
+    ContentDelta,
+    EventTemplate,
+    EventWriter,
+    ReasoningDelta,
+    Written,
+)
 from .errors import anthropic_error_of
 from .tokens import tokens_in_text
 
@@ -62,10 +71,8 @@ class MessageWriter(EventWriter):
         self._thinking = thinking  # reasoning becomes thinking blocks; else it is left out
         self._input_estimate = input_estimate
         self._texts: list[io.StringIO] = []  # each block's text or input JSON, as it grew
-        self._deltas: list[EventTemplate] = []  # each block's delta event
         self._open: int | None = None  # the index of the block deltas add to
         self._calls: dict[int, int] = {}  # chat tool-call index -> its block's index
-        self._output_chars = 0
         self._message: dict[str, Any] = {
             "id": f"msg_{uuid.uuid4().hex}",
             "type": "message",
@@ -89,10 +96,10 @@ class MessageWriter(EventWriter):
         return [{"type": "message_start", "message": started}, {"type": "ping"}]
 
     def reasoning_delta(self, text: str) -> list[Written]:
-        return self._text("thinking", text) if self._thinking else []
+        return self._text("thinking") if self._thinking else []
 
     def content_delta(self, text: str) -> list[Written]:
-        return self._text("text", text)
+        return self._text("text")
 
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
@@ -123,51 +130,48 @@ class MessageWriter(EventWriter):
         self._settle()
         return [anthropic_error_of(error)]
 
-    def _text(self, kind: str, text: str) -> list[Written]:
-        events = [] if self._is_open(kind) else self._open_block({"type": kind, kind: ""})
-        assert self._open is not None
-        events.append(self._more(self._open, text))
-        return events
+    def _text(self, kind: str) -> list[Written]:
+        """A text or thinking block, opened for the text that comes (the base adds it)."""
+        return self._open_block(
+            {"type": kind, kind: ""}, ContentDelta if kind == "text" else ReasoningDelta
+        )
 
     def call_start(self, call: CallStart) -> list[Written]:
         block = {"type": "tool_use", "id": tool_use_id(call.call_id), "name": call.name}
-        events = self._open_block({**block, "input": {}})
-        self._calls[call.index] = len(self.content) - 1
-        return events
+        return self._open_block({**block, "input": {}}, CallDelta, call.index)
 
     def call_delta(self, index: int, text: str) -> list[Written]:
-        """More of a call's arguments (a JSON text, in fragments)."""
-        # The model never interleaves calls; if it did, the fragment still lands in its block.
-        return [self._more(self._calls[index], text)]
+        """More of a call's arguments while another block is open: still in its own block."""
+        block = self._calls[index]
+        self._texts[block].write(text)
+        delta = {"type": "input_json_delta", "partial_json": text}
+        return [{"type": "content_block_delta", "index": block, "delta": delta}]
 
-    def _more(self, index: int, text: str) -> bytes:
-        """More of block `index`'s text, as its delta event."""
-        self._texts[index].write(text)
-        self._output_chars += len(text)
-        return self._deltas[index].encoded(text)
-
-    def _open_block(self, block: Block) -> list[Written]:
+    def _open_block(
+        self, block: Block, adding: type[ContentDelta | ReasoningDelta | CallDelta], call: int = -1
+    ) -> list[Written]:
+        """`block` started and open: the deltas of `adding` (of call `call`) add to it."""
         events = self._close()
         if block["type"] == "thinking":
             block["signature"] = ""  # nothing to verify: a text model signs nothing
-        self._open = len(self.content)
+        index = self._open = len(self.content)
+        if call >= 0:
+            self._calls[call] = index
         self.content.append(block)
         self._texts.append(io.StringIO())
         kind, field = DELTAS[block["type"]]
         delta = {
             "type": "content_block_delta",
-            "index": self._open,
+            "index": index,
             "delta": {"type": kind, field: TEXT},
         }
-        self._deltas.append(EventTemplate(delta))
-        start = {"type": "content_block_start", "index": self._open, "content_block": dict(block)}
+        self.open_text(adding, self._texts[index], EventTemplate(delta), call)
+        start = {"type": "content_block_start", "index": index, "content_block": dict(block)}
         return [*events, start]
-
-    def _is_open(self, kind: str) -> bool:
-        return self._open is not None and self.content[self._open]["type"] == kind
 
     def _close(self) -> list[Written]:
         index, self._open = self._open, None
+        self.close_text()
         return [] if index is None else [{"type": "content_block_stop", "index": index}]
 
     def _settle(self) -> None:
@@ -182,7 +186,7 @@ class MessageWriter(EventWriter):
         """The upstream's usage in Anthropic's names (its input excludes cached tokens); an
         estimate when the upstream reported none."""
         if usage is None:
-            output = tokens_in_text(self._output_chars)
+            output = tokens_in_text(sum(len(text.getvalue()) for text in self._texts))
             return {"input_tokens": self._input_estimate, "output_tokens": output}
         prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0

@@ -4,7 +4,6 @@ sequence, numbered; the same object also holds the whole `response` for non-stre
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import time
@@ -13,7 +12,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..exchange import SEQUENCE, TEXT, ApiEvent, CallStart, EventTemplate, EventWriter, Written
+from ..exchange import (
+    SEQUENCE,
+    TEXT,
+    ApiEvent,
+    CallDelta,
+    CallStart,
+    ContentDelta,
+    EventTemplate,
+    EventWriter,
+    ReasoningDelta,
+    Written,
+)
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
 Item = dict[str, Any]
@@ -52,6 +62,11 @@ CALL_ITEMS = {  # a tool's kind -> the item a call to it is
     TOOL_SEARCH: CallItem("tool_search_call", "tsc", "arguments", None),
 }
 ITEM_CALLS = {call.type: call for call in CALL_ITEMS.values()}  # an item type -> its CallItem
+# A text item's type -> the deltas that add to it (a call item's are its call's CallDelta).
+ITEM_DELTAS: dict[str, type[ContentDelta | ReasoningDelta]] = {
+    "message": ContentDelta,
+    "reasoning": ReasoningDelta,
+}
 
 
 def new_id(prefix: str) -> str:
@@ -83,11 +98,9 @@ class ResponseWriter(EventWriter):
         # string would copy it whole every time (a 20 KB file write comes in thousands); a
         # list of fragments costs some 60 bytes per fragment beside its text. A StringIO
         # holds the text once, and takes only strings: what `fail` reads can always be read.
-        self._held = io.StringIO()
-        self._open_delta: EventTemplate | None = None  # the open item's delta event
+        self._open_text = io.StringIO()
         self._calls: dict[int, Item] = {}  # chat tool-call index -> its call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
-        self._sequence = 0
         self._response: dict[str, Any] = {
             "id": new_id("resp"),
             "object": "response",
@@ -125,10 +138,10 @@ class ResponseWriter(EventWriter):
         ]
 
     def reasoning_delta(self, text: str) -> list[Written]:
-        return self._text("reasoning", text)
+        return self._open_text_item("reasoning")
 
     def content_delta(self, text: str) -> list[Written]:
-        return self._text("message", text)
+        return self._open_text_item("message")
 
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
@@ -154,16 +167,8 @@ class ResponseWriter(EventWriter):
             self._event("response.failed", response=self._snapshot()),
         ]
 
-    def _text(self, kind: str, text: str) -> list[Written]:
-        if self._is_open(kind):
-            self._held.write(text)
-            return [self._open_delta_event(text)]
-        events = self._open_text_item(kind)
-        self._held.write(text)
-        events.append(self._open_delta_event(text))
-        return events
-
     def _open_text_item(self, kind: str) -> list[Written]:
+        """A message or reasoning item, opened for the text that comes."""
         events = self._close()
         part: dict[str, Any]
         if kind == "message":
@@ -186,15 +191,13 @@ class ResponseWriter(EventWriter):
         events = self._close()
         item = self._call_item(call.name, call.call_id, custom=call.kind == CUSTOM)
         self._calls[call.index] = item
-        return events + self._add(item)
+        return events + self._add(item, call.index)
 
     def call_delta(self, index: int, text: str) -> list[Written]:
-        """More of a call's text: a function call's arguments, or a custom call's input."""
+        """More of a call's text (a function call's arguments, or a custom call's input)
+        while another item is open."""
         item = self._calls[index]
-        if item is self._open:
-            self._held.write(text)
-            return [] if self._open_delta is None else [self._open_delta_event(text)]
-        self._write(item, text)  # the model never interleaves calls; nothing is lost if it did
+        self._write(item, text)
         if call_events := ITEM_CALLS[item["type"]].events:
             return [self._event(call_events[0], **self._where(item), delta=text)]
         return []
@@ -213,12 +216,20 @@ class ResponseWriter(EventWriter):
             item["namespace"] = tool.namespace
         return item
 
-    def _add(self, item: Item) -> list[Written]:
+    def _add(self, item: Item, call: int = -1) -> list[Written]:
+        """`item` added to the output and open: the deltas of its kind (for a call item, of
+        call `call`) add to it."""
         self._indexes[item["id"]] = len(self.output)
         self.output.append(item)
-        self._open, self._held = item, io.StringIO()
-        self._open_delta = self._delta_template(item)
-        added = copy.deepcopy(item)  # the item grows before this event is sent
+        self._open, self._open_text = item, io.StringIO()
+        kind = ITEM_DELTAS.get(item["type"], CallDelta)
+        self.open_text(kind, self._open_text, self._delta_template(item), call)
+        # The item grows before this event is sent: its lists and objects as they are now
+        # (all empty: nothing nested in them yet).
+        added = {
+            key: value.copy() if isinstance(value, list | dict) else value
+            for key, value in item.items()
+        }
         return [
             self._event(
                 "response.output_item.added", output_index=self._indexes[item["id"]], item=added
@@ -237,21 +248,12 @@ class ResponseWriter(EventWriter):
         event = {"type": kind, "sequence_number": SEQUENCE, **where, **fields, "delta": TEXT}
         return EventTemplate(event)
 
-    def _open_delta_event(self, text: str) -> bytes:
-        """More of the open item's text, as its delta event."""
-        assert self._open_delta is not None
-        event = self._open_delta.encoded(text, self._sequence)
-        self._sequence += 1
-        return event
-
-    def _is_open(self, kind: str) -> bool:
-        return self._open is not None and self._open["type"] == kind
-
     def _settle(self) -> None:
         """The open item's text so far written into it."""
         if self._open is not None:
-            self._write(self._open, self._held.getvalue())
-        self._held = io.StringIO()
+            self._write(self._open, self._open_text.getvalue())
+        self._open_text = io.StringIO()
+        self.close_text()
 
     def _write(self, item: Item, text: str) -> None:
         kind = item["type"]
@@ -295,8 +297,8 @@ class ResponseWriter(EventWriter):
         return {**self._response, "output": list(self.output)}
 
     def _event(self, kind: str, **fields: Any) -> ApiEvent:
-        event = {"type": kind, "sequence_number": self._sequence, **fields}
-        self._sequence += 1
+        event = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
         return event
 
 
