@@ -71,8 +71,8 @@ from .request import (
     invalid,
     parse_chat_request,
 )
-from .respond import respond, written_stream
 from .rewrite import FORCED_CHOICES, needs_rewrite, offered_tools, rewrite_request
+from .sending import respond, written_stream
 
 __all__ = [
     "FORCED_CHOICES",

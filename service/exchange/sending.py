@@ -63,8 +63,9 @@ async def written_stream(
             async for batch in batches:
                 for event in batch:
                     written.append(writer.write(event))
-                    if on_finished is not None and isinstance(event, AnswerEnd):
-                        await on_finished()
+                # An answer's end is the last event of its last list.
+                if on_finished is not None and isinstance(batch[-1], AnswerEnd):
+                    await on_finished()
                 if data := b"".join(written):
                     yield data
                 written.clear()
