@@ -85,10 +85,12 @@ class EventWriter(ABC):
         self._adding_call = -1  # for a call: its index
         self._held = io.StringIO()  # where their text goes
         self._delta_event: EventTemplate | None = None  # and how each is sent
+        self._writing: Event = AnswerStart({})  # the event being written
 
     def write(self, event: Event) -> bytes:
         if type(event) is self._adding and (self._adding_call < 0 or self._adds(event)):
             return self._more(event)  # the commonest: more of the open item's text
+        self._writing = event
         events = self._events(event)
         if isinstance(event, TextDelta) and self._adds(event):
             events.append(self._more(event))  # the item it opened
@@ -96,12 +98,17 @@ class EventWriter(ABC):
             return b""
         return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
-    def open_text(
-        self, kind: type[TextDelta], held: io.StringIO, event: EventTemplate | None, call: int = -1
-    ) -> None:
-        """From now on the deltas of `kind` (for a call, of call `call`) add to the item just
-        opened: their text written to `held`, each sent as `event` (none: not sent)."""
-        self._adding, self._adding_call, self._held, self._delta_event = kind, call, held, event
+    def open_text(self, held: io.StringIO, event: EventTemplate | None) -> None:
+        """The item just opened for the event being written takes what continues it (more
+        text of its kind; after a call's start, the call's arguments): their text written to
+        `held`, each sent as `event` (None: not sent)."""
+        opened_by = self._writing
+        if isinstance(opened_by, CallStart):
+            self._adding, self._adding_call = CallDelta, opened_by.index
+        else:
+            assert isinstance(opened_by, ContentDelta | ReasoningDelta)
+            self._adding, self._adding_call = type(opened_by), -1
+        self._held, self._delta_event = held, event
 
     def close_text(self) -> None:
         """No item is open any more."""

@@ -13,12 +13,9 @@ from typing import Any
 
 from ..exchange import (
     TEXT,
-    CallDelta,
     CallStart,
-    ContentDelta,
     EventTemplate,
     EventWriter,
-    ReasoningDelta,
     Written,
 )
 from .errors import anthropic_error_of
@@ -84,11 +81,8 @@ class MessageWriter(EventWriter):
             "usage": {"input_tokens": input_estimate, "output_tokens": 0},
         }
 
-    @property
-    def message(self) -> dict[str, Any]:
-        return self._message
-
     def whole(self) -> dict[str, Any]:
+        """The message, as it stands (whole once the answer ended)."""
         return self._message
 
     def start(self) -> list[Written]:
@@ -132,13 +126,12 @@ class MessageWriter(EventWriter):
 
     def _text(self, kind: str) -> list[Written]:
         """A text or thinking block, opened for the text that comes (the base adds it)."""
-        return self._open_block(
-            {"type": kind, kind: ""}, ContentDelta if kind == "text" else ReasoningDelta
-        )
+        return self._open_block({"type": kind, kind: ""})
 
     def call_start(self, call: CallStart) -> list[Written]:
         block = {"type": "tool_use", "id": tool_use_id(call.call_id), "name": call.name}
-        return self._open_block({**block, "input": {}}, CallDelta, call.index)
+        self._calls[call.index] = len(self.content)
+        return self._open_block({**block, "input": {}})
 
     def call_delta(self, index: int, text: str) -> list[Written]:
         """More of a call's arguments while another block is open: still in its own block."""
@@ -147,16 +140,12 @@ class MessageWriter(EventWriter):
         delta = {"type": "input_json_delta", "partial_json": text}
         return [{"type": "content_block_delta", "index": block, "delta": delta}]
 
-    def _open_block(
-        self, block: Block, adding: type[ContentDelta | ReasoningDelta | CallDelta], call: int = -1
-    ) -> list[Written]:
-        """`block` started and open: the deltas of `adding` (of call `call`) add to it."""
+    def _open_block(self, block: Block) -> list[Written]:
+        """`block` started, and open for what continues the event it answers."""
         events = self._close()
         if block["type"] == "thinking":
             block["signature"] = ""  # nothing to verify: a text model signs nothing
         index = self._open = len(self.content)
-        if call >= 0:
-            self._calls[call] = index
         self.content.append(block)
         self._texts.append(io.StringIO())
         kind, field = DELTAS[block["type"]]
@@ -165,7 +154,7 @@ class MessageWriter(EventWriter):
             "index": index,
             "delta": {"type": kind, field: TEXT},
         }
-        self.open_text(adding, self._texts[index], EventTemplate(delta), call)
+        self.open_text(self._texts[index], EventTemplate(delta))
         start = {"type": "content_block_start", "index": index, "content_block": dict(block)}
         return [*events, start]
 

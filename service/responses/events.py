@@ -16,12 +16,9 @@ from ..exchange import (
     SEQUENCE,
     TEXT,
     ApiEvent,
-    CallDelta,
     CallStart,
-    ContentDelta,
     EventTemplate,
     EventWriter,
-    ReasoningDelta,
     Written,
 )
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
@@ -62,11 +59,6 @@ CALL_ITEMS = {  # a tool's kind -> the item a call to it is
     TOOL_SEARCH: CallItem("tool_search_call", "tsc", "arguments", None),
 }
 ITEM_CALLS = {call.type: call for call in CALL_ITEMS.values()}  # an item type -> its CallItem
-# A text item's type -> the deltas that add to it (a call item's are its call's CallDelta).
-ITEM_DELTAS: dict[str, type[ContentDelta | ReasoningDelta]] = {
-    "message": ContentDelta,
-    "reasoning": ReasoningDelta,
-}
 
 
 def new_id(prefix: str) -> str:
@@ -124,11 +116,8 @@ class ResponseWriter(EventWriter):
             "usage": None,
         }
 
-    @property
-    def response(self) -> dict[str, Any]:
-        return self._response
-
     def whole(self) -> dict[str, Any]:
+        """The response, as it stands (whole once the answer ended)."""
         return self._response
 
     def start(self) -> list[Written]:
@@ -191,7 +180,7 @@ class ResponseWriter(EventWriter):
         events = self._close()
         item = self._call_item(call.name, call.call_id, custom=call.kind == CUSTOM)
         self._calls[call.index] = item
-        return events + self._add(item, call.index)
+        return events + self._add(item)
 
     def call_delta(self, index: int, text: str) -> list[Written]:
         """More of a call's text (a function call's arguments, or a custom call's input)
@@ -216,14 +205,12 @@ class ResponseWriter(EventWriter):
             item["namespace"] = tool.namespace
         return item
 
-    def _add(self, item: Item, call: int = -1) -> list[Written]:
-        """`item` added to the output and open: the deltas of its kind (for a call item, of
-        call `call`) add to it."""
+    def _add(self, item: Item) -> list[Written]:
+        """`item` added to the output, and open for what continues the event it answers."""
         self._indexes[item["id"]] = len(self.output)
         self.output.append(item)
         self._open, self._open_text = item, io.StringIO()
-        kind = ITEM_DELTAS.get(item["type"], CallDelta)
-        self.open_text(kind, self._open_text, self._delta_template(item), call)
+        self.open_text(self._open_text, self._delta_template(item))
         # The item grows before this event is sent: its lists and objects as they are now
         # (all empty: nothing nested in them yet).
         added = {
