@@ -62,7 +62,7 @@ class EventTemplate:
         )
 
 
-TextDelta = ContentDelta | ReasoningDelta | CallDelta  # the deltas that carry text
+Continuing = ContentDelta | ReasoningDelta | CallDelta  # the deltas that continue an open item
 
 
 class EventWriter(ABC):
@@ -81,7 +81,7 @@ class EventWriter(ABC):
         self.sequence = 0  # the next event's number, for an API that numbers its events
         self._finish_reason: str | None = None
         self._matched_stop: str | None = None
-        self._adding: type[TextDelta] | None = None  # the deltas that add to the open item
+        self._adding: type[Continuing] | None = None  # the deltas that add to the open item
         self._adding_call = -1  # for a call: its index
         self._held = io.StringIO()  # where their text goes
         self._delta_event: EventTemplate | None = None  # and how each is sent
@@ -92,7 +92,7 @@ class EventWriter(ABC):
             return self._more(event)  # the commonest: more of the open item's text
         self._writing = event
         events = self._events(event)
-        if isinstance(event, TextDelta) and self._adds(event):
+        if isinstance(event, Continuing) and self._adds(event):
             events.append(self._more(event))  # the item it opened
         if not self._stream or not events:
             return b""
@@ -121,7 +121,7 @@ class EventWriter(ABC):
 
     def _more(self, delta: Event) -> bytes:
         """More of the open item's text, and its delta event."""
-        assert isinstance(delta, TextDelta)
+        assert isinstance(delta, Continuing)
         text = delta.text
         self._held.write(text)
         if not self._stream or self._delta_event is None or not text:
