@@ -51,7 +51,7 @@ def imported_modules(module: str, source: str, *, is_package: bool) -> list[tupl
 
 
 def part_of(module: str) -> str | None:
-    """The part of `service` a module belongs to (`service.chat.stream` -> `chat`)."""
+    """The part of `service` a module belongs to (`service.exchange.stream` -> `exchange`)."""
     names = module.split(".")
     return names[1] if names[0] == "service" and len(names) > 1 else None
 
