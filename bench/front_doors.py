@@ -95,7 +95,7 @@ async def streamed(client: httpx.AsyncClient, door: Door) -> None:
     payload = json.dumps({**door.body, "stream": True}).encode()
     async with client.stream("POST", door.path, content=payload, headers=HEADERS) as response:
         body = b"".join([chunk async for chunk in response.aiter_raw()])
-    if response.status_code != 200 or door.call not in body or door.ends_with not in body[-4096:]:
+    if response.status_code != 200 or door.call not in body or door.ends_with not in body:
         raise RuntimeError(f"{door.name} answered {response.status_code}: {body[-300:]!r}")
 
 
