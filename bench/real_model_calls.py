@@ -38,8 +38,7 @@ from typing import Any
 import httpx
 
 from protocols import ToolCall, ToolSpec, get_protocol
-from service.exchange.request import parse_chat_request
-from service.exchange.rewrite import rewrite_request
+from service.exchange import parse_chat_request, rewrite_request
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results" / "calls.jsonl"

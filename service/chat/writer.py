@@ -69,28 +69,19 @@ class ChunkEncoder:
     def chunk(
         self,
         index: int,
-        delta: Delta,
+        delta: Delta | bytes,
         finish_reason: str | None = None,
         stop_reason: str | None = None,
     ) -> bytes:
-        """`stop_reason`: the stop sequence the upstream said it stopped at, passed on as
-        vLLM writes it."""
-        return self.encoded_chunk(index, json_bytes(delta), finish_reason, stop_reason)
-
-    def encoded_chunk(
-        self,
-        index: int,
-        delta: bytes,
-        finish_reason: str | None = None,
-        stop_reason: str | None = None,
-    ) -> bytes:
-        """`chunk`, its delta already JSON."""
+        """`delta`: a delta, or its JSON already; `stop_reason`: the stop sequence the
+        upstream said it stopped at, passed on as vLLM writes it."""
+        encoded = delta if isinstance(delta, bytes) else json_bytes(delta)
         reason = b"null" if finish_reason is None else json_bytes(finish_reason)
         stop = b"" if stop_reason is None else b',"stop_reason":' + json_bytes(stop_reason)
         return b'%s{"index":%d,"delta":%s,"finish_reason":%s%s}]}' % (
             self._head,
             index,
-            delta,
+            encoded,
             reason,
             stop,
         )
@@ -152,7 +143,7 @@ class ChatWriter:
         if isinstance(event, ContentDelta):  # the commonest first
             assert encoder is not None
             content = b'{"content":%s}' % json_bytes(event.text)
-            return data_event(encoder.encoded_chunk(event.choice, content))
+            return data_event(encoder.chunk(event.choice, content))
         if isinstance(event, CallStart | CallDelta | ReasoningDelta):
             assert encoder is not None
             delta = _chat_delta(event, self._kind(event))

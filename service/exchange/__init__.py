@@ -45,7 +45,7 @@ its events by subclassing `EventWriter`."""
 from __future__ import annotations
 
 from .engine import Answer, ChatExchange
-from .event_writer import ApiEvent, EventWriter, named_event
+from .event_writer import SEQUENCE, TEXT, ApiEvent, EventTemplate, EventWriter, Written, named_event
 from .events import (
     AnswerEnd,
     AnswerStart,
@@ -71,11 +71,13 @@ from .request import (
     invalid,
     parse_chat_request,
 )
-from .respond import respond, written_stream
 from .rewrite import FORCED_CHOICES, needs_rewrite, offered_tools, rewrite_request
+from .sending import respond, written_stream
 
 __all__ = [
     "FORCED_CHOICES",
+    "SEQUENCE",
+    "TEXT",
     "Answer",
     "AnswerEnd",
     "AnswerStart",
@@ -91,10 +93,12 @@ __all__ = [
     "ContentDelta",
     "Delta",
     "Event",
+    "EventTemplate",
     "EventWriter",
     "Failure",
     "ReasoningDelta",
     "Writer",
+    "Written",
     "check_hosted_tool",
     "checked_chat_request",
     "content_text",

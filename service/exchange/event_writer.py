@@ -1,10 +1,12 @@
 """A writer for an API that answers one choice and streams it as named JSON events (the
 Responses API, Anthropic's Messages API): its subclass says what the API makes of each step
 of the answer, as event objects; they are encoded only for a stream, at the socket, while the
-whole answer grows in the writer either way."""
+whole answer grows in the writer either way. The events a stream sends most, its text deltas,
+are encoded once but for their text (`EventTemplate`), as chat's chunks are."""
 
 from __future__ import annotations
 
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +25,10 @@ from .events import (
 )
 
 ApiEvent = dict[str, Any]  # one event of the writer's own API, with its `type`
+Written = ApiEvent | bytes  # an event, or one already encoded as `named_event` would
+# Where an `EventTemplate`'s event holds its text and its sequence number: strings that JSON
+# writes as they are, and no event holds.
+TEXT, SEQUENCE = "\ue000text", "\ue000sequence"
 
 
 def named_event(event: ApiEvent) -> bytes:
@@ -31,31 +37,102 @@ def named_event(event: ApiEvent) -> bytes:
     return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))
 
 
-class EventWriter(ABC):
-    """The steps of one answer, each returning the API's events for it; a choice's end is
-    held until the answer's, where its usage comes.
+class EventTemplate:
+    """An event encoded once but for its text (`TEXT` in the event it is made from) and, if
+    it has one, its sequence number (`SEQUENCE`): each event made from it costs one encoding
+    of its text, and the same bytes `named_event` writes.
 
-    >>> class Plain(EventWriter):
-    ...     def content_delta(self, text): return [{"type": "text", "text": text}]
-    ...     ...
-    >>> Plain(stream=True).write(ContentDelta("Hi"))
-    b'event: text\\ndata: {"type":"text","text":"Hi"}\\n\\n'
+    >>> template = EventTemplate({"type": "delta", "sequence_number": SEQUENCE, "text": TEXT})
+    >>> template.encoded("Hi", 7)
+    b'event: delta\\ndata: {"type":"delta","sequence_number":7,"text":"Hi"}\\n\\n'
+    """
+
+    __slots__ = ("_after", "_before", "_between")
+
+    def __init__(self, event: ApiEvent) -> None:
+        encoded = named_event(event)
+        head, self._after = encoded.split(json_bytes(TEXT))
+        self._before, _, self._between = head.rpartition(json_bytes(SEQUENCE))
+
+    def encoded(self, text: str, sequence: int = 0) -> bytes:
+        if not self._before:  # no sequence number
+            return self._between + json_bytes(text) + self._after
+        return b"".join(
+            (self._before, b"%d" % sequence, self._between, json_bytes(text), self._after)
+        )
+
+
+Continuing = ContentDelta | ReasoningDelta | CallDelta  # the deltas that continue an open item
+
+
+class EventWriter(ABC):
+    """The steps of one answer, each returning the API's events for it. The text of the item
+    (or block) that is open goes to it directly, each delta sent from its template: a step
+    opens an item with `open_text`, and a delta reaches the subclass only when nothing it
+    adds to is open. A choice's end is held until the answer's, where its usage comes.
+
+    >>> writer = ResponseWriter(body, model="m", stream=True)  # a subclass
+    >>> writer.write(ContentDelta("Hi"))  # content_delta opens a message: its events, a delta
+    >>> writer.write(ContentDelta(" there"))  # the open message's delta event alone
     """
 
     def __init__(self, *, stream: bool) -> None:
         self._stream = stream
+        self.sequence = 0  # the next event's number, for an API that numbers its events
         self._finish_reason: str | None = None
         self._matched_stop: str | None = None
+        self._adding: type[Continuing] | None = None  # the deltas that add to the open item
+        self._adding_call = -1  # for a call: its index
+        self._held = io.StringIO()  # where their text goes
+        self._delta_event: EventTemplate | None = None  # and how each is sent
+        self._writing: Event = AnswerStart({})  # the event being written
 
     def write(self, event: Event) -> bytes:
+        if type(event) is self._adding and (self._adding_call < 0 or self._adds(event)):
+            return self._more(event)  # the commonest: more of the open item's text
+        self._writing = event
         events = self._events(event)
+        if isinstance(event, Continuing) and self._adds(event):
+            events.append(self._more(event))  # the item it opened
         if not self._stream or not events:
             return b""
-        return b"".join([named_event(each) for each in events])
+        return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
-    def _events(self, event: Event) -> list[ApiEvent]:
+    def open_text(self, held: io.StringIO, event: EventTemplate | None) -> None:
+        """The item just opened for the event being written takes what continues it (more
+        text of its kind; after a call's start, the call's arguments): their text written to
+        `held`, each sent as `event` (None: not sent)."""
+        opened_by = self._writing
+        if isinstance(opened_by, CallStart):
+            self._adding, self._adding_call = CallDelta, opened_by.index
+        else:
+            assert isinstance(opened_by, ContentDelta | ReasoningDelta)
+            self._adding, self._adding_call = type(opened_by), -1
+        self._held, self._delta_event = held, event
+
+    def close_text(self) -> None:
+        """No item is open any more."""
+        self._adding = None
+
+    def _adds(self, event: Event) -> bool:
+        return type(event) is self._adding and (
+            not isinstance(event, CallDelta) or event.index == self._adding_call
+        )
+
+    def _more(self, delta: Event) -> bytes:
+        """More of the open item's text, and its delta event."""
+        assert isinstance(delta, Continuing)
+        text = delta.text
+        self._held.write(text)
+        if not self._stream or self._delta_event is None or not text:
+            return b""
+        encoded = self._delta_event.encoded(text, self.sequence)
+        self.sequence += 1
+        return encoded
+
+    def _events(self, event: Event) -> list[Written]:
         # A delta with no text adds nothing: no event says so.
-        if isinstance(event, ContentDelta):  # the commonest first
+        if isinstance(event, ContentDelta):
             return self.content_delta(event.text) if event.text else []
         if isinstance(event, CallDelta):
             return self.call_delta(event.index, event.text) if event.text else []
@@ -78,27 +155,32 @@ class EventWriter(ABC):
     def whole(self) -> Any: ...
 
     @abstractmethod
-    def start(self) -> list[ApiEvent]: ...
+    def start(self) -> list[Written]: ...
 
     @abstractmethod
-    def reasoning_delta(self, text: str) -> list[ApiEvent]: ...
+    def reasoning_delta(self, text: str) -> list[Written]:
+        """Reasoning with no item open for it: the events that open one (`open_text`), or
+        none when the API leaves reasoning out."""
 
     @abstractmethod
-    def content_delta(self, text: str) -> list[ApiEvent]: ...
+    def content_delta(self, text: str) -> list[Written]:
+        """Text with no item open for it: the events that open one (`open_text`)."""
 
     @abstractmethod
-    def call_start(self, call: CallStart) -> list[ApiEvent]: ...
+    def call_start(self, call: CallStart) -> list[Written]:
+        """The events that open the call's item (`open_text`)."""
 
     @abstractmethod
-    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
-        """More of call `index`'s arguments."""
+    def call_delta(self, index: int, text: str) -> list[Written]:
+        """More arguments of call `index` while another item is open (no model's output
+        interleaves calls, but nothing is lost if one did)."""
 
     @abstractmethod
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
-    ) -> list[ApiEvent]:
+    ) -> list[Written]:
         """`finish_reason`: None for an answer that had no choice."""
 
     @abstractmethod
-    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
+    def fail(self, error: dict[str, Any]) -> list[Written]:
         """`error`: the fields of an OpenAI error body's `error` (message, type, code)."""

@@ -11,7 +11,13 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..exchange import ApiEvent, CallStart, EventWriter
+from ..exchange import (
+    TEXT,
+    CallStart,
+    EventTemplate,
+    EventWriter,
+    Written,
+)
 from .errors import anthropic_error_of
 from .tokens import tokens_in_text
 
@@ -26,7 +32,11 @@ STOP_REASONS = {
 END_TURN, STOP_SEQUENCE = "end_turn", "stop_sequence"
 CALL_ID_PREFIX, TOOL_USE_ID_PREFIX = "call_", "toolu_"
 # A delta's type for each kind of block, and the field it grows.
-DELTAS = {"text": "text_delta", "thinking": "thinking_delta"}
+DELTAS = {
+    "text": ("text_delta", "text"),
+    "thinking": ("thinking_delta", "thinking"),
+    "tool_use": ("input_json_delta", "partial_json"),
+}
 
 
 def tool_use_id(call_id: str) -> str:
@@ -60,7 +70,6 @@ class MessageWriter(EventWriter):
         self._texts: list[io.StringIO] = []  # each block's text or input JSON, as it grew
         self._open: int | None = None  # the index of the block deltas add to
         self._calls: dict[int, int] = {}  # chat tool-call index -> its block's index
-        self._output_chars = 0
         self._message: dict[str, Any] = {
             "id": f"msg_{uuid.uuid4().hex}",
             "type": "message",
@@ -72,26 +81,23 @@ class MessageWriter(EventWriter):
             "usage": {"input_tokens": input_estimate, "output_tokens": 0},
         }
 
-    @property
-    def message(self) -> dict[str, Any]:
-        return self._message
-
     def whole(self) -> dict[str, Any]:
+        """The message, as it stands (whole once the answer ended)."""
         return self._message
 
-    def start(self) -> list[ApiEvent]:
+    def start(self) -> list[Written]:
         started = {**self._message, "content": [], "usage": dict(self._message["usage"])}
         return [{"type": "message_start", "message": started}, {"type": "ping"}]
 
-    def reasoning_delta(self, text: str) -> list[ApiEvent]:
-        return self._text("thinking", text) if self._thinking else []
+    def reasoning_delta(self, text: str) -> list[Written]:
+        return self._text("thinking") if self._thinking else []
 
-    def content_delta(self, text: str) -> list[ApiEvent]:
-        return self._text("text", text)
+    def content_delta(self, text: str) -> list[Written]:
+        return self._text("text")
 
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
-    ) -> list[ApiEvent]:
+    ) -> list[Written]:
         """Every block stopped, the stop reason and usage said, the message stopped. A text
         the upstream says one of the request's stop sequences ended is `stop_sequence`."""
         events = self._close()
@@ -113,49 +119,48 @@ class MessageWriter(EventWriter):
             {"type": "message_stop"},
         ]
 
-    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
+    def fail(self, error: dict[str, Any]) -> list[Written]:
         """Anthropic ends a stream that fails with one `error` event."""
         self._settle()
         return [anthropic_error_of(error)]
 
-    def _text(self, kind: str, text: str) -> list[ApiEvent]:
-        events = [] if self._is_open(kind) else self._open_block({"type": kind, kind: ""})
-        index = self._open
-        assert index is not None
-        self._texts[index].write(text)
-        self._output_chars += len(text)
-        delta = {"type": DELTAS[kind], kind: text}
-        return [*events, {"type": "content_block_delta", "index": index, "delta": delta}]
+    def _text(self, kind: str) -> list[Written]:
+        """A text or thinking block, opened for the text that comes (the base adds it)."""
+        return self._open_block({"type": kind, kind: ""})
 
-    def call_start(self, call: CallStart) -> list[ApiEvent]:
+    def call_start(self, call: CallStart) -> list[Written]:
         block = {"type": "tool_use", "id": tool_use_id(call.call_id), "name": call.name}
-        events = self._open_block({**block, "input": {}})
-        self._calls[call.index] = len(self.content) - 1
-        return events
+        self._calls[call.index] = len(self.content)
+        return self._open_block({**block, "input": {}})
 
-    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
-        """More of a call's arguments (a JSON text, in fragments)."""
+    def call_delta(self, index: int, text: str) -> list[Written]:
+        """More of a call's arguments while another block is open: still in its own block."""
         block = self._calls[index]
-        self._texts[block].write(text)  # the model never interleaves calls; if it did, the
-        self._output_chars += len(text)  # fragment still lands in its own block
+        self._texts[block].write(text)
         delta = {"type": "input_json_delta", "partial_json": text}
         return [{"type": "content_block_delta", "index": block, "delta": delta}]
 
-    def _open_block(self, block: Block) -> list[ApiEvent]:
+    def _open_block(self, block: Block) -> list[Written]:
+        """`block` started, and open for what continues the event it answers."""
         events = self._close()
         if block["type"] == "thinking":
             block["signature"] = ""  # nothing to verify: a text model signs nothing
-        self._open = len(self.content)
+        index = self._open = len(self.content)
         self.content.append(block)
         self._texts.append(io.StringIO())
-        start = {"type": "content_block_start", "index": self._open, "content_block": dict(block)}
+        kind, field = DELTAS[block["type"]]
+        delta = {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": kind, field: TEXT},
+        }
+        self.open_text(self._texts[index], EventTemplate(delta))
+        start = {"type": "content_block_start", "index": index, "content_block": dict(block)}
         return [*events, start]
 
-    def _is_open(self, kind: str) -> bool:
-        return self._open is not None and self.content[self._open]["type"] == kind
-
-    def _close(self) -> list[ApiEvent]:
+    def _close(self) -> list[Written]:
         index, self._open = self._open, None
+        self.close_text()
         return [] if index is None else [{"type": "content_block_stop", "index": index}]
 
     def _settle(self) -> None:
@@ -170,7 +175,7 @@ class MessageWriter(EventWriter):
         """The upstream's usage in Anthropic's names (its input excludes cached tokens); an
         estimate when the upstream reported none."""
         if usage is None:
-            output = tokens_in_text(self._output_chars)
+            output = tokens_in_text(sum(len(text.getvalue()) for text in self._texts))
             return {"input_tokens": self._input_estimate, "output_tokens": output}
         prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0

@@ -35,6 +35,6 @@ async def create_response(
         if asked.store:
             conversation = (*asked.inputs, *writer.output)
             indexed = (*asked.referenced, *writer.output)
-            await store.put(owner, writer.response["id"], conversation, indexed)
+            await store.put(owner, writer.whole()["id"], conversation, indexed)
 
     return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)

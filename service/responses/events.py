@@ -4,7 +4,6 @@ sequence, numbered; the same object also holds the whole `response` for non-stre
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import time
@@ -13,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..exchange import ApiEvent, CallStart, EventWriter
+from ..exchange import (
+    SEQUENCE,
+    TEXT,
+    ApiEvent,
+    CallStart,
+    EventTemplate,
+    EventWriter,
+    Written,
+)
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
 Item = dict[str, Any]
@@ -83,10 +90,9 @@ class ResponseWriter(EventWriter):
         # string would copy it whole every time (a 20 KB file write comes in thousands); a
         # list of fragments costs some 60 bytes per fragment beside its text. A StringIO
         # holds the text once, and takes only strings: what `fail` reads can always be read.
-        self._held = io.StringIO()
+        self._open_text = io.StringIO()
         self._calls: dict[int, Item] = {}  # chat tool-call index -> its call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
-        self._sequence = 0
         self._response: dict[str, Any] = {
             "id": new_id("resp"),
             "object": "response",
@@ -110,28 +116,25 @@ class ResponseWriter(EventWriter):
             "usage": None,
         }
 
-    @property
-    def response(self) -> dict[str, Any]:
-        return self._response
-
     def whole(self) -> dict[str, Any]:
+        """The response, as it stands (whole once the answer ended)."""
         return self._response
 
-    def start(self) -> list[ApiEvent]:
+    def start(self) -> list[Written]:
         return [
             self._event("response.created", response=self._snapshot()),
             self._event("response.in_progress", response=self._snapshot()),
         ]
 
-    def reasoning_delta(self, text: str) -> list[ApiEvent]:
-        return self._text("reasoning", text)
+    def reasoning_delta(self, text: str) -> list[Written]:
+        return self._open_text_item("reasoning")
 
-    def content_delta(self, text: str) -> list[ApiEvent]:
-        return self._text("message", text)
+    def content_delta(self, text: str) -> list[Written]:
+        return self._open_text_item("message")
 
     def finish(
         self, finish_reason: str | None, usage: Mapping[str, Any] | None, matched_stop: str | None
-    ) -> list[ApiEvent]:
+    ) -> list[Written]:
         """Every open item done, then the response completed, or incomplete at the limit."""
         events = self._close()
         self._response["usage"] = _usage(usage)
@@ -142,7 +145,7 @@ class ResponseWriter(EventWriter):
         self._response["status"] = "completed"
         return [*events, self._event("response.completed", response=self._snapshot())]
 
-    def fail(self, error: dict[str, Any]) -> list[ApiEvent]:
+    def fail(self, error: dict[str, Any]) -> list[Written]:
         """An `error` event, then the response failed; the items so far are kept in it."""
         code, message = error.get("code"), str(error.get("message") or "upstream failed")
         self._settle()
@@ -153,15 +156,8 @@ class ResponseWriter(EventWriter):
             self._event("response.failed", response=self._snapshot()),
         ]
 
-    def _text(self, kind: str, text: str) -> list[ApiEvent]:
-        events = [] if self._is_open(kind) else self._open_text_item(kind)
-        item = self._open
-        assert item is not None
-        self._held.write(text)
-        delta_event = TEXT_EVENTS[kind][0]
-        return [*events, self._event(delta_event, **self._where(item), content_index=0, delta=text)]
-
-    def _open_text_item(self, kind: str) -> list[ApiEvent]:
+    def _open_text_item(self, kind: str) -> list[Written]:
+        """A message or reasoning item, opened for the text that comes."""
         events = self._close()
         part: dict[str, Any]
         if kind == "message":
@@ -180,19 +176,17 @@ class ResponseWriter(EventWriter):
         )
         return events
 
-    def call_start(self, call: CallStart) -> list[ApiEvent]:
+    def call_start(self, call: CallStart) -> list[Written]:
         events = self._close()
         item = self._call_item(call.name, call.call_id, custom=call.kind == CUSTOM)
         self._calls[call.index] = item
         return events + self._add(item)
 
-    def call_delta(self, index: int, text: str) -> list[ApiEvent]:
-        """More of a call's text: a function call's arguments, or a custom call's input."""
+    def call_delta(self, index: int, text: str) -> list[Written]:
+        """More of a call's text (a function call's arguments, or a custom call's input)
+        while another item is open."""
         item = self._calls[index]
-        if item is self._open:
-            self._held.write(text)
-        else:  # the model's output never interleaves calls, but nothing gets lost if it did
-            self._write(item, text)
+        self._write(item, text)
         if call_events := ITEM_CALLS[item["type"]].events:
             return [self._event(call_events[0], **self._where(item), delta=text)]
         return []
@@ -211,25 +205,42 @@ class ResponseWriter(EventWriter):
             item["namespace"] = tool.namespace
         return item
 
-    def _add(self, item: Item) -> list[ApiEvent]:
+    def _add(self, item: Item) -> list[Written]:
+        """`item` added to the output, and open for what continues the event it answers."""
         self._indexes[item["id"]] = len(self.output)
         self.output.append(item)
-        self._open, self._held = item, io.StringIO()
-        added = copy.deepcopy(item)  # the item grows before this event is sent
+        self._open, self._open_text = item, io.StringIO()
+        self.open_text(self._open_text, self._delta_template(item))
+        # The item grows before this event is sent: its lists and objects as they are now
+        # (all empty: nothing nested in them yet).
+        added = {
+            key: value.copy() if isinstance(value, list | dict) else value
+            for key, value in item.items()
+        }
         return [
             self._event(
                 "response.output_item.added", output_index=self._indexes[item["id"]], item=added
             )
         ]
 
-    def _is_open(self, kind: str) -> bool:
-        return self._open is not None and self._open["type"] == kind
+    def _delta_template(self, item: Item) -> EventTemplate | None:
+        """The event that carries more of `item`'s text (None for an item that has none)."""
+        if item["type"] in TEXT_EVENTS:
+            kind, fields = TEXT_EVENTS[item["type"]][0], {"content_index": 0}
+        elif (call_events := ITEM_CALLS[item["type"]].events) is not None:
+            kind, fields = call_events[0], {}
+        else:
+            return None
+        where = self._where(item)
+        event = {"type": kind, "sequence_number": SEQUENCE, **where, **fields, "delta": TEXT}
+        return EventTemplate(event)
 
     def _settle(self) -> None:
         """The open item's text so far written into it."""
         if self._open is not None:
-            self._write(self._open, self._held.getvalue())
-        self._held = io.StringIO()
+            self._write(self._open, self._open_text.getvalue())
+        self._open_text = io.StringIO()
+        self.close_text()
 
     def _write(self, item: Item, text: str) -> None:
         kind = item["type"]
@@ -240,12 +251,12 @@ class ResponseWriter(EventWriter):
         else:
             item[ITEM_CALLS[kind].text] += text
 
-    def _close(self) -> list[ApiEvent]:
+    def _close(self) -> list[Written]:
         self._settle()
         item, self._open = self._open, None
         if item is None:
             return []
-        events = []
+        events: list[Written] = []
         where = self._where(item)
         call = ITEM_CALLS.get(item["type"])
         if call is not None and call.events is not None:
@@ -273,8 +284,8 @@ class ResponseWriter(EventWriter):
         return {**self._response, "output": list(self.output)}
 
     def _event(self, kind: str, **fields: Any) -> ApiEvent:
-        event = {"type": kind, "sequence_number": self._sequence, **fields}
-        self._sequence += 1
+        event = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
         return event
 
 

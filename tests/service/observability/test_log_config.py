@@ -17,7 +17,7 @@ import logging
 from service.observability.log_config import LogFormat, LogLevel, configure_logging
 configure_logging(LogFormat.TEXT, LogLevel.INFO)
 logging.getLogger("toolcall_proxy.startup").warning("proxy warning")
-logging.getLogger("service.chat.stream").warning("module warning")
+logging.getLogger("service.exchange.stream").warning("module warning")
 logging.getLogger("toolcall_proxy.access").info("access line")
 logging.getLogger("toolcall_proxy.debug").info("debug line")
 """
@@ -36,13 +36,13 @@ import logging
 from service.observability.log_config import LogFormat, LogLevel, configure_logging
 configure_logging(LogFormat.{log_format}, LogLevel.INFO)
 hostile = {hostile!r}
-logging.getLogger("service.chat.stream").warning("upstream stream failed: %s", hostile)
+logging.getLogger("service.exchange.stream").warning("upstream stream failed: %s", hostile)
 logging.getLogger("toolcall_proxy.access").info(hostile)
 logging.getLogger("toolcall_proxy.debug").info(hostile)
 try:
     raise ValueError(hostile)
 except ValueError:
-    logging.getLogger("service.chat.stream").exception("streaming answer failed")
+    logging.getLogger("service.exchange.stream").exception("streaming answer failed")
 """
 
 

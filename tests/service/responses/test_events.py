@@ -1,5 +1,6 @@
-"""The Responses event stream written from the engine's events, in-process: however the
-writing fails, the stream still ends with `error` and `response.failed`."""
+"""The Responses event stream written from the engine's events, in-process: however the answer
+fails (the writing itself, or the upstream mid-call), the stream still ends with `error` and
+`response.failed`, every event numbered in turn."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ from typing import Any
 from service.exchange import (
     AnswerEnd,
     AnswerStart,
+    CallDelta,
+    CallStart,
     ChoiceEnd,
     ChoiceStart,
     ContentDelta,
     Event,
+    Failure,
     written_stream,
 )
 from service.responses.events import ResponseWriter
+from service.wire import ProxyError
 
 
 def translated(*batches: list[Event]) -> list[dict[str, Any]]:
@@ -44,3 +49,20 @@ def test_a_delta_the_translation_cannot_take_still_ends_in_response_failed() -> 
     failed = events[-1]["response"]
     assert failed["status"] == "failed" and failed["error"]["code"] == "server_error"
     assert failed["output"][0]["content"][0]["text"] == "It is "
+
+
+def test_a_failure_mid_call_fails_the_response_keeping_the_arguments_so_far() -> None:
+    cut = ProxyError(502, "upstream stream ended", code="upstream_stream_cut")
+
+    events = translated(
+        [AnswerStart({}), ChoiceStart(), ContentDelta("Let me check.")],
+        [CallStart(0, "call_1", "get_weather"), CallDelta(0, '{"city": ')],
+        [Failure(cut)],
+    )
+
+    assert [event["type"] for event in events[-2:]] == ["error", "response.failed"]
+    assert events[-2]["code"] == "upstream_stream_cut"
+    message, call = events[-1]["response"]["output"]
+    assert message["content"][0]["text"] == "Let me check."
+    assert (call["name"], call["arguments"]) == ("get_weather", '{"city": ')
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))

@@ -63,8 +63,12 @@ async def written_stream(
             async for batch in batches:
                 for event in batch:
                     written.append(writer.write(event))
-                    if on_finished is not None and isinstance(event, AnswerEnd):
-                        await on_finished()
+                # An answer's end is the last event of its last list; if what is to happen
+                # then fails, the end is not sent: the failure is instead.
+                if on_finished is not None and isinstance(batch[-1], AnswerEnd):
+                    ending = written.pop()
+                    await on_finished()
+                    written.append(ending)
                 if data := b"".join(written):
                     yield data
                 written.clear()

@@ -1,0 +1,34 @@
+"""An event written from its template is the same bytes as the event written whole, whatever
+its text holds (quotes, line breaks JSON must escape, lone surrogates, non-ASCII)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.exchange import SEQUENCE, TEXT, EventTemplate, named_event
+
+NUMBERED = {"type": "response.output_text.delta", "sequence_number": SEQUENCE, "item_id": "msg_1"}
+NESTED = {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": TEXT}}
+
+# Text with what JSON writers treat apart: a lone surrogate (JavaScript slicing a string
+# through an emoji), the line breaks a line-splitting client would cut at, quotes, escapes.
+AWKWARD = st.sampled_from(["\ud83d", "\udc00", "\u2028", "\u2029", "\x85", '"', "\\", "\n"])
+
+
+@given(text=st.text(), sequence=st.integers(min_value=0, max_value=10**9))
+def test_a_numbered_event_from_its_template_is_the_event_written_whole(
+    text: str, sequence: int
+) -> None:
+    template = EventTemplate({**NUMBERED, "delta": TEXT})
+
+    whole = named_event({**NUMBERED, "sequence_number": sequence, "delta": text})
+    assert template.encoded(text, sequence) == whole
+
+
+@given(text=st.lists(st.text() | AWKWARD).map("".join))
+def test_an_event_with_its_text_nested_is_the_event_written_whole(text: str) -> None:
+    template = EventTemplate(NESTED)
+
+    whole = named_event({**NESTED, "delta": {"type": "text_delta", "text": text}})
+    assert template.encoded(text) == whole
