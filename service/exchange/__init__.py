@@ -73,6 +73,7 @@ from .request import (
 )
 from .respond import respond, written_stream
 from .rewrite import FORCED_CHOICES, needs_rewrite, offered_tools, rewrite_request
+from .tokens import estimated_prompt_tokens, tokens_in_text
 
 __all__ = [
     "FORCED_CHOICES",
@@ -100,6 +101,7 @@ __all__ = [
     "content_text",
     "count_dropped_tools",
     "decoded_body",
+    "estimated_prompt_tokens",
     "invalid",
     "named_event",
     "needs_rewrite",
@@ -107,5 +109,6 @@ __all__ = [
     "parse_chat_request",
     "respond",
     "rewrite_request",
+    "tokens_in_text",
     "written_stream",
 ]

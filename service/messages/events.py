@@ -11,9 +11,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..exchange import ApiEvent, CallStart, EventWriter
+from ..exchange import ApiEvent, CallStart, EventWriter, tokens_in_text
 from .errors import anthropic_error_of
-from .tokens import tokens_in_text
 
 Block = dict[str, Any]
 # The chat finish reason -> Anthropic's stop reason.
