@@ -36,7 +36,8 @@ RAW_ARGUMENTS = "arguments"
 @dataclass(frozen=True, slots=True)
 class Framing:
     """How streamed responses are laid on the wire: `first` before the first, `between`
-    before each later one, `after` after each, `close` at the end."""
+    before each later one, `after` after each, `close` after the last (the answer's end or
+    its failure)."""
 
     first: bytes
     between: bytes
@@ -110,19 +111,15 @@ class GeminiWriter:
             return b""
         part = self._closed_call()
         parts = LAST_PARTS if part is None else [part]
-        return self._item(json_bytes(self._response(parts, self._usage)))
+        return self._last_item(json_bytes(self._response(parts, self._usage)))
 
     def failure(self, error: ProxyError) -> bytes:
         """A stream that fails ends with Google's error body, which the SDKs raise."""
-        return self._item(json_bytes(google_error(error.body()["error"], error.status)))
+        return self._last_item(json_bytes(google_error(error.body()["error"], error.status)))
 
     def whole(self) -> dict[str, Any]:
         """The whole `GenerateContentResponse` (once every event is written)."""
         return self._response(self._parts or [{"text": ""}], self._usage)
-
-    def close(self) -> bytes:
-        """What ends a stream, after its last event."""
-        return b"" if self._framing is None else self._framing.close
 
     def _text(self, part: Part, text: str) -> bytes:
         self._output_chars += len(text)
@@ -169,6 +166,10 @@ class GeminiWriter:
     def _parts_item(self, parts: list[Part]) -> bytes:
         encoded = b",".join(json_bytes(part) for part in parts)
         return self._item(self._head + encoded + self._tail)
+
+    def _last_item(self, response: bytes) -> bytes:
+        assert self._framing is not None
+        return self._item(response) + self._framing.close
 
     def _item(self, response: bytes) -> bytes:
         assert self._framing is not None

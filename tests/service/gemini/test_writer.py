@@ -29,7 +29,7 @@ def written(writer: GeminiWriter, *steps: tuple[str, Any]) -> bytes:
     out = b""
     for method, argument in steps:
         out += getattr(writer, method)(*argument)
-    return out + writer.close()
+    return out
 
 
 def parts_of(response: dict[str, Any]) -> list[dict[str, Any]]:
@@ -137,7 +137,7 @@ def test_a_whole_answer_merges_its_text_and_keeps_thoughts_apart() -> None:
         *A_CALL[:-1],
     ):
         assert getattr(answer, method)(*argument) == b""
-    assert answer.end(USAGE) == b"" and answer.close() == b""
+    assert answer.end(USAGE) == b""
 
     whole = answer.whole()
 
@@ -168,7 +168,6 @@ def test_a_failure_mid_stream_ends_it_with_googles_error_body(framing: Framing) 
     stream = answer.content("Hel") + answer.failure(
         ProxyError(504, "upstream read timed out", code="upstream_timeout")
     )
-    stream += answer.close()
 
     if framing is SSE:
         *_text, error = sse_responses(stream)
