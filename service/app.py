@@ -24,6 +24,7 @@ from .gemini import (
     gemini_model,
     gemini_models,
     google_error,
+    model_method,
 )
 from .messages import MESSAGES_PATH, anthropic_error_of, count_tokens, create_message
 from .observability import (
@@ -163,6 +164,11 @@ def create_app(settings: Settings) -> FastAPI:
         if not asks_gemini(request):
             return await forward(request, _context(request))
         return json_response(gemini_model(await list_models(request, _context(request)), model))
+
+    @app.post(f"{BETA_PATH}/models/{{target:path}}", dependencies=gemini_key)
+    @app.post(f"{MODELS_PATH}/{{target:path}}", dependencies=gemini_key)
+    async def gemini_model_method(request: Request, target: str) -> Response:
+        return await model_method(request, _context(request), target)
 
     @app.get(f"{BETA_PATH}/models", dependencies=gemini_key)
     async def gemini_model_list(request: Request) -> Response:

@@ -3,7 +3,7 @@ the engine, for Gemini CLI and the google-genai SDKs."""
 
 from __future__ import annotations
 
-from .api import asks_gemini
+from .api import asks_gemini, model_method
 from .errors import BETA_PATH, MODELS_PATH, google_error
 from .models import gemini_model, gemini_models
 from .request import GeminiRequest, parse_count_tokens_request, parse_gemini_request
@@ -16,6 +16,7 @@ __all__ = [
     "gemini_model",
     "gemini_models",
     "google_error",
+    "model_method",
     "parse_count_tokens_request",
     "parse_gemini_request",
 ]

@@ -14,7 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..exchange import tokens_in_text
+from ..exchange import (
+    AnswerEnd,
+    CallDelta,
+    CallStart,
+    ChoiceEnd,
+    ContentDelta,
+    Event,
+    Failure,
+    ReasoningDelta,
+    tokens_in_text,
+)
 from ..wire import ProxyError, json_bytes, json_value
 from .errors import google_error
 
@@ -79,6 +89,25 @@ class GeminiWriter:
             json_bytes(model),
             json_bytes(self.response_id),
         )
+
+    def write(self, event: Event) -> bytes:
+        """The engine's event written (`exchange.Writer`): one candidate is all a Gemini
+        request asks for, so every event is the first choice's."""
+        if isinstance(event, ContentDelta):
+            return self.content(event.text)
+        if isinstance(event, ReasoningDelta):
+            return self.reasoning(event.text)
+        if isinstance(event, CallDelta):
+            return self.call_arguments(event.text)
+        if isinstance(event, CallStart):
+            return self.call_start(event.call_id, event.name)
+        if isinstance(event, ChoiceEnd):
+            return self.choice_end(event.finish_reason)
+        if isinstance(event, AnswerEnd):
+            return self.end(event.usage)
+        if isinstance(event, Failure):
+            return self.failure(event.error)
+        return b""  # the answer's and the choice's start: nothing to say yet
 
     def content(self, text: str) -> bytes:
         return self._text({"text": text}, text)
