@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from node_projects import install, path_with_node
+from node_projects import install, offline_environment
+from processes import run as run_to_the_end
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
 
@@ -28,8 +27,6 @@ from protocols import get_protocol, protocol_names
 PROJECT = Path(__file__).parent / "gemini_cli"
 GEMINI = PROJECT / "node_modules" / ".bin" / "gemini"
 GEMINI_PAGE = Path(__file__).parents[2] / "docs" / "gemini.md"
-# A bound, not a wait: a hung run fails the test instead of stalling the suite.
-GEMINI_TIMEOUT_SECONDS = 90
 # What the documented environment points at, replaced by the served proxy.
 DOCUMENTED_URL = "http://127.0.0.1:8000"
 MODEL = "qwen2.5-coder-7b"
@@ -40,14 +37,6 @@ EXPORT = re.compile(r"^export (?P<name>[A-Z_]+)=(?P<value>\S+)$", re.MULTILINE)
 @pytest.fixture(scope="module")
 def gemini_installed() -> None:
     install(PROJECT, GEMINI)
-
-
-@pytest.fixture
-def refused_proxy() -> Iterator[str]:
-    """An HTTP proxy address that refuses connections: a port bound here, never listening."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def documented_setup() -> tuple[dict[str, str], dict[str, object]]:
@@ -95,25 +84,14 @@ def test_gemini_cli_writes_a_file_and_reads_it_back_through_the_proxy(
         Reply(*pieces(done)),
     )
 
-    run = subprocess.run(
-        [
-            str(GEMINI),
-            "-p",
-            "Write it.",
-            "-m",
-            MODEL,
-            "--yolo",
-            "--skip-trust",
-            "--output-format",
-            "json",
-        ],
+    command = [str(GEMINI), "-p", "Write it.", "-m", MODEL, "--yolo", "--skip-trust"]
+    run = run_to_the_end(
+        [*command, "--output-format", "json"],
         cwd=work,
-        env=gemini_environment(variables, proxy.url, home, refused_proxy),
+        env=offline_environment(
+            home, refused_proxy, {**variables, "GOOGLE_GEMINI_BASE_URL": proxy.url}
+        ),
         stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=GEMINI_TIMEOUT_SECONDS,
-        check=False,
     )
 
     assert run.returncode == 0, run.stdout + run.stderr
@@ -126,22 +104,3 @@ def test_gemini_cli_writes_a_file_and_reads_it_back_through_the_proxy(
     assert "write_file" in declared and "read_file" in declared
     assert CONTENT in json.dumps(third["messages"][-1]), "the read result went back to the model"
     assert len(second["messages"]) < len(third["messages"])
-
-
-def gemini_environment(
-    variables: dict[str, str], proxy_url: str, home: Path, refused_proxy: str
-) -> dict[str, str]:
-    """Gemini CLI's whole environment: the documented variables pointed at the served proxy,
-    its own home, and HTTP proxies that refuse connections for anything but loopback."""
-    proxies = {name: refused_proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
-    loopback = "127.0.0.1,localhost"
-    return {
-        "PATH": path_with_node(),
-        "HOME": str(home),
-        **variables,
-        "GOOGLE_GEMINI_BASE_URL": proxy_url,
-        **proxies,
-        **{name.lower(): value for name, value in proxies.items()},
-        "NO_PROXY": loopback,
-        "no_proxy": loopback,
-    }
