@@ -16,6 +16,14 @@ from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy
 
 # A bound, not synchronisation: a broken proxy fails its test instead of hanging it.
 CLIENT_TIMEOUT_MS = 10_000
+PROXY_KEY = "proxy-key"
+# Each way Google's clients send their key, as httpx request arguments.
+KEY_FORMS = [
+    {"headers": {"x-goog-api-key": PROXY_KEY}},
+    {"params": {"key": PROXY_KEY}},
+    {"headers": {"authorization": f"Bearer {PROXY_KEY}"}},
+]
+KEY_FORM_NAMES = ["x-goog-api-key", "query", "bearer"]
 
 
 def declaration(tool: dict[str, Any]) -> types.FunctionDeclaration:

@@ -10,6 +10,9 @@ import json
 
 import pytest
 from gemini_client import (
+    KEY_FORM_NAMES,
+    KEY_FORMS,
+    PROXY_KEY,
     QUESTION,
     TIME,
     TOOLS,
@@ -36,7 +39,6 @@ from protocols import ToolSpec, get_protocol
 from protocols.formats.forced_call import render_forced_call_prompt
 from service.exchange import estimated_prompt_tokens
 
-PROXY_KEY = "proxy-key"
 NO_CALLING = types.AutomaticFunctionCallingConfig(disable=True)
 
 
@@ -307,15 +309,7 @@ def test_both_api_versions_answer(
     assert upstream.chat_requests[0].json["model"] == MODEL
 
 
-@pytest.mark.parametrize(
-    "sent",
-    [
-        {"headers": {"x-goog-api-key": PROXY_KEY}},
-        {"params": {"key": PROXY_KEY}},
-        {"headers": {"authorization": f"Bearer {PROXY_KEY}"}},
-    ],
-    ids=["x-goog-api-key", "query", "bearer"],
-)
+@pytest.mark.parametrize("sent", KEY_FORMS, ids=KEY_FORM_NAMES)
 def test_each_form_of_the_key_is_let_in_and_none_reaches_the_upstream(
     upstream: ScriptedUpstream, start_proxy: StartProxy, sent: dict[str, dict[str, str]]
 ) -> None:

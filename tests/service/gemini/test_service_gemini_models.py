@@ -8,12 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from gemini_client import gemini_client
+from gemini_client import KEY_FORM_NAMES, KEY_FORMS, PROXY_KEY, gemini_client
 from google.genai import errors
 from servers import Proxy, StartProxy
 from upstream_server import MODELS, ScriptedUpstream
-
-PROXY_KEY = "proxy-key"
 
 
 @pytest.fixture
@@ -82,15 +80,7 @@ def test_v1_models_answers_openais_list_to_openais_clients_and_googles_to_google
     assert upstream.requests[-1].path == "/v1/models/upstream-model"  # relayed as before
 
 
-@pytest.mark.parametrize(
-    "sent",
-    [
-        {"headers": {"x-goog-api-key": PROXY_KEY}},
-        {"params": {"key": PROXY_KEY}},
-        {"headers": {"authorization": f"Bearer {PROXY_KEY}"}},
-    ],
-    ids=["x-goog-api-key", "query", "bearer"],
-)
+@pytest.mark.parametrize("sent", KEY_FORMS, ids=KEY_FORM_NAMES)
 def test_each_form_of_the_key_is_checked_and_none_reaches_the_upstream(
     upstream: ScriptedUpstream, keyed_proxy: Proxy, sent: dict[str, dict[str, str]]
 ) -> None:
