@@ -1,15 +1,15 @@
 """What each front door costs the proxy: the same upstream stream (`--chunks` chunks of prose,
-then a sentence and one tool call) asked for through chat completions, the Responses API and
-the Messages API, streamed, in one run. Printed: the proxy process's CPU per streamed
-request for each door, and each door's ratio to chat's.
+then a sentence and one tool call) asked for through chat completions, the Responses API,
+the Messages API and the Gemini API, streamed, in one run. Printed: the proxy process's CPU
+per streamed request for each door, and each door's ratio to chat's.
 
     python bench/front_doors.py [--rounds 5] [--repeat 40] [--chunks 200]
 
 The doors take turns request by request, each first as often as the others, so a slower
-spell of a shared machine falls on all three; each row shows the median over rounds and the
+spell of a shared machine falls on all of them; each row shows the median over rounds and the
 median of the rounds' own ratios. A stream counts only if it ended as its API ends a whole
-answer (`[DONE]`, `response.completed`, `message_stop`) and held the call: a door that fails
-cannot look fast.
+answer (`[DONE]`, `response.completed`, `message_stop`, Gemini's `finishReason`) and held the
+call: a door that fails cannot look fast.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Door:
 
 
 def doors(chunks: int) -> list[Door]:
-    """The three doors, each asking for a `chunks`-chunk stream (the canned upstream reads
+    """The four doors, each asking for a `chunks`-chunk stream (the canned upstream reads
     the chat request's max_tokens as its length) with the one tool declared its own way."""
     return [
         Door(
@@ -85,6 +85,28 @@ def doors(chunks: int) -> list[Door]:
                 "max_tokens": chunks,
             },
             b"event: message_stop\n",
+            b'"name":"get_weather"',
+        ),
+        Door(
+            "Gemini",
+            "gemini",
+            "/v1beta/models/bench:streamGenerateContent?alt=sse",
+            {
+                "contents": [{"role": "user", "parts": [{"text": MESSAGES[0]["content"]}]}],
+                "tools": [
+                    {
+                        "functionDeclarations": [
+                            {
+                                "name": FUNCTION["name"],
+                                "description": FUNCTION["description"],
+                                "parametersJsonSchema": FUNCTION["parameters"],
+                            }
+                        ]
+                    }
+                ],
+                "generationConfig": {"maxOutputTokens": chunks},
+            },
+            b'"finishReason":"STOP"',
             b'"name":"get_weather"',
         ),
     ]

@@ -17,6 +17,15 @@ from protocols import get_protocol
 from .auth import ClientKeys
 from .chat import create_completion
 from .context import ProxyContext
+from .gemini import (
+    BETA_PATH,
+    MODELS_PATH,
+    asks_gemini,
+    gemini_model,
+    gemini_models,
+    google_error,
+    model_method,
+)
 from .messages import MESSAGES_PATH, anthropic_error_of, count_tokens, create_message
 from .observability import (
     ObservedClient,
@@ -104,8 +113,12 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(
         title="toolcall-proxy", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
-    # Anthropic's clients read errors in Anthropic's shape, under every path of its API.
-    shapes = ErrorShapes({MESSAGES_PATH: anthropic_error_of})
+    # Anthropic's and Google's clients read errors in their API's shape, under every path of
+    # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models).
+    shapes = ErrorShapes(
+        {MESSAGES_PATH: anthropic_error_of, BETA_PATH: google_error},
+        custom_methods={MODELS_PATH: google_error},
+    )
     install_error_handlers(app, shapes)
     if settings.server_max_concurrency is not None:  # added first: telemetry sees its 503s
         app.add_middleware(
@@ -122,6 +135,8 @@ def create_app(settings: Settings) -> FastAPI:
     # Without keys there is nothing to check, and FastAPI would resolve the dependency anyway;
     # the Responses route always asks for it: the store keeps entries under the key's owner.
     client_key = [Depends(client_keys)] if settings.proxy_api_keys else []
+    # The Gemini API's routes take the key as `?key=` too (and so do the paths it shares).
+    gemini_key = [Depends(ClientKeys(settings.proxy_api_keys, in_query=True))] if client_key else []
 
     @app.post("/v1/chat/completions", dependencies=client_key)
     async def chat_completions(request: Request) -> Response:
@@ -139,9 +154,29 @@ def create_app(settings: Settings) -> FastAPI:
     async def messages_count_tokens(request: Request) -> Response:
         return await count_tokens(request, _context(request))
 
-    @app.get("/v1/models", dependencies=client_key)
+    @app.get("/v1/models", dependencies=gemini_key)
     async def models(request: Request) -> Response:
-        return json_response(await list_models(request, _context(request)))
+        listed = await list_models(request, _context(request))
+        return json_response(gemini_models(listed) if asks_gemini(request) else listed)
+
+    @app.get("/v1/models/{model:path}", dependencies=gemini_key)
+    async def model(request: Request, model: str) -> Response:
+        if not asks_gemini(request):
+            return await forward(request, _context(request))
+        return json_response(gemini_model(await list_models(request, _context(request)), model))
+
+    @app.post(f"{BETA_PATH}/models/{{target:path}}", dependencies=gemini_key)
+    @app.post(f"{MODELS_PATH}/{{target:path}}", dependencies=gemini_key)
+    async def gemini_model_method(request: Request, target: str) -> Response:
+        return await model_method(request, _context(request), target)
+
+    @app.get(f"{BETA_PATH}/models", dependencies=gemini_key)
+    async def gemini_model_list(request: Request) -> Response:
+        return json_response(gemini_models(await list_models(request, _context(request))))
+
+    @app.get(f"{BETA_PATH}/models/{{model:path}}", dependencies=gemini_key)
+    async def gemini_model_get(request: Request, model: str) -> Response:
+        return json_response(gemini_model(await list_models(request, _context(request)), model))
 
     @app.api_route("/v1/{path:any_path}", methods=FORWARDED_METHODS, dependencies=client_key)
     async def other_endpoints(request: Request) -> Response:

@@ -1,6 +1,7 @@
-"""Client authentication: with PROXY_API_KEYS set, `Authorization: Bearer <key>` or, as the
-Anthropic SDKs send it, `x-api-key: <key>` must name one of them (compared in constant time),
-else a 401 in the endpoint's error shape. The check names the key's owner, which the
+"""Client authentication: with PROXY_API_KEYS set, `Authorization: Bearer <key>`, or as the
+Anthropic SDKs send it `x-api-key: <key>`, or as Google's send it `x-goog-api-key: <key>`
+(on the Gemini API's routes also `?key=<key>`) must name one of them (compared in constant
+time), else a 401 in the endpoint's error shape. The check names the key's owner, which the
 Responses store keeps its entries under."""
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from collections.abc import Iterable
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from .wire import API_KEY_HEADER, AUTHENTICATION_ERROR, ProxyError
+from .wire import (
+    API_KEY_HEADER,
+    AUTHENTICATION_ERROR,
+    GOOGLE_API_KEY_HEADER,
+    GOOGLE_KEY_PARAMETER,
+    ProxyError,
+)
 
 BEARER = "bearer"
 # Without keys every client is one and the same owner.
@@ -31,19 +38,27 @@ def key_owner(key: bytes) -> str:
 class ClientKeys:
     """A FastAPI dependency that returns the client's owner:
     `owner: Annotated[str, Depends(ClientKeys(settings.proxy_api_keys))]`. With no keys it
-    checks nothing and every client is `SHARED_OWNER`."""
+    checks nothing and every client is `SHARED_OWNER`. `in_query`: the key may come as
+    `?key=` too; only the Gemini API's routes take it so, for a query string is relayed to
+    the upstream on the others, and a proxy key must never reach it."""
 
-    def __init__(self, keys: Iterable[SecretStr]) -> None:
+    def __init__(self, keys: Iterable[SecretStr], *, in_query: bool = False) -> None:
         self._keys = [key.get_secret_value().encode() for key in keys]
         self._owners = [key_owner(key) for key in self._keys]
+        self._in_query = in_query
 
     async def __call__(self, request: Request) -> str:
         if not self._keys:
             return SHARED_OWNER
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        presented = [request.headers.get(API_KEY_HEADER, "").strip().encode()]
+        presented = [
+            request.headers.get(header, "").strip().encode()
+            for header in (API_KEY_HEADER, GOOGLE_API_KEY_HEADER)
+        ]
         if scheme.lower() == BEARER:
             presented.append(token.strip().encode())
+        if self._in_query:
+            presented.append(request.query_params.get(GOOGLE_KEY_PARAMETER, "").strip().encode())
         # Every key is compared, so the time taken does not tell which one nearly matched.
         compared = [
             [hmac.compare_digest(offered, key) for offered in presented] for key in self._keys
@@ -52,8 +67,8 @@ class ClientKeys:
         if not any(matches):
             raise ProxyError(
                 401,
-                "missing or invalid API key: send 'Authorization: Bearer <key>' or"
-                " 'x-api-key: <key>'",
+                "missing or invalid API key: send 'Authorization: Bearer <key>',"
+                " 'x-api-key: <key>' or 'x-goog-api-key: <key>'",
                 error_type=AUTHENTICATION_ERROR,
                 code="invalid_api_key",
             )

@@ -15,6 +15,7 @@ from .settings import Settings
 from .upstream import Router, Target, Upstream
 from .wire import (
     API_KEY_HEADER,
+    GOOGLE_API_KEY_HEADER,
     HeaderPairs,
     client_authorization,
     upstream_authorization,
@@ -33,9 +34,9 @@ class ProxyContext:
 
     def headers_for(self, request: Request, target: Target, *, relay: bool) -> HeaderPairs:
         """The client's headers as the upstream should see them, with the right key."""
-        client = client_authorization(
-            request.headers.get("authorization"), request.headers.get(API_KEY_HEADER)
-        )
+        headers = request.headers
+        api_key = headers.get(API_KEY_HEADER) or headers.get(GOOGLE_API_KEY_HEADER)
+        client = client_authorization(headers.get("authorization"), api_key)
         authorization = upstream_authorization(
             target.api_key, client, client_key_is_ours=bool(self.settings.proxy_api_keys)
         )

@@ -73,6 +73,7 @@ from .request import (
 )
 from .rewrite import FORCED_CHOICES, needs_rewrite, offered_tools, rewrite_request
 from .sending import respond, written_stream
+from .tokens import estimated_prompt_tokens, tokens_in_text
 
 __all__ = [
     "FORCED_CHOICES",
@@ -104,6 +105,7 @@ __all__ = [
     "content_text",
     "count_dropped_tools",
     "decoded_body",
+    "estimated_prompt_tokens",
     "invalid",
     "named_event",
     "needs_rewrite",
@@ -111,5 +113,6 @@ __all__ = [
     "parse_chat_request",
     "respond",
     "rewrite_request",
+    "tokens_in_text",
     "written_stream",
 ]

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from ..observability import ParserTrace
 from ..settings import Settings
 from ..upstream import ClosingResponse, UpstreamStream
-from ..wire import EventStream, ProxyError, joined_when_ready, json_response
+from ..wire import EVENT_STREAM, EventStream, ProxyError, joined_when_ready, json_response
 from .engine import Answer
 from .events import AnswerEnd, Event, Failure, Writer
 from .stream import Events, internal_error
@@ -23,6 +23,7 @@ from .stream import Events, internal_error
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
 # clients ignore them.
 KEEPALIVE_PING_SECONDS = 15
+NO_KEEPALIVE = 0  # sse-starlette's interval that sends none
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +31,18 @@ Finished = Callable[[], Awaitable[None]]
 
 
 async def respond(
-    answer: Answer, writer: Writer, settings: Settings, *, on_finished: Finished | None = None
+    answer: Answer,
+    writer: Writer,
+    settings: Settings,
+    *,
+    on_finished: Finished | None = None,
+    media_type: str = EVENT_STREAM,
+    keepalive: bool = True,
 ) -> Response:
     """`answer` written by `writer`, whole or streamed as the client asked. `on_finished` is
     awaited once an answer ended well, before its last bytes (or its whole body) are sent.
+    A stream is sent as `media_type`, with keep-alive comments unless `keepalive` is False
+    (for clients that take a comment line for data).
 
     >>> answer = await exchange.answered()
     >>> return await respond(answer, ChatWriter(...), settings)
@@ -48,7 +57,14 @@ async def respond(
     events = answer.events
     batches = _one_batch(events) if isinstance(events, list) else events
     written = written_stream(writer, batches, on_finished=on_finished)
-    return traced_event_response(written, answer.trace, answer.upstream, settings)
+    return traced_event_response(
+        written,
+        answer.trace,
+        answer.upstream,
+        settings,
+        media_type=media_type,
+        keepalive=keepalive,
+    )
 
 
 async def written_stream(
@@ -97,6 +113,9 @@ def traced_event_response(
     trace: ParserTrace | None,
     upstream: UpstreamStream | None,
     settings: Settings,
+    *,
+    media_type: str = EVENT_STREAM,
+    keepalive: bool = True,
 ) -> Response:
     """An event stream; `upstream`, if any, owned by the response: closed however it ends,
     even if the client left before the first event was pulled."""
@@ -106,7 +125,8 @@ def traced_event_response(
     # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
     response = EventSourceResponse(
         joined_when_ready(events),
-        ping=KEEPALIVE_PING_SECONDS,
+        media_type=media_type,
+        ping=KEEPALIVE_PING_SECONDS if keepalive else NO_KEEPALIVE,
         sep="\n",
         shutdown_grace_period=settings.drain_timeout,
     )

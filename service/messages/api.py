@@ -10,11 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..context import ProxyContext
-from ..exchange import ChatExchange, respond
+from ..exchange import ChatExchange, estimated_prompt_tokens, respond
 from ..wire import json_response, read_limited
 from .events import MessageWriter
 from .request import MessagesRequest, parse_messages_request
-from .tokens import estimated_prompt_tokens
 
 
 async def create_message(request: Request, context: ProxyContext) -> Response:

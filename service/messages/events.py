@@ -17,9 +17,9 @@ from ..exchange import (
     EventTemplate,
     EventWriter,
     Written,
+    tokens_in_text,
 )
 from .errors import anthropic_error_of
-from .tokens import tokens_in_text
 
 Block = dict[str, Any]
 # The chat finish reason -> Anthropic's stop reason.

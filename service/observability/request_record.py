@@ -33,7 +33,17 @@ ROUTE_BY_PATH = {
     "/readyz": "probe",
     "/metrics": "metrics",
 }
-ROUTE_BY_PREFIX = (("/v1/", "passthrough"), ("/demo/", "demo"))
+# The Gemini API's model methods, by the `:verb` ending the path (`/v1beta/models/m:countTokens`).
+ROUTE_BY_METHOD = {
+    "generateContent": "gemini",
+    "streamGenerateContent": "gemini",
+    "countTokens": "count_tokens",
+}
+ROUTE_BY_PREFIX = (
+    ("/v1beta/models", "models"),
+    ("/v1/", "passthrough"),
+    ("/demo/", "demo"),
+)
 OTHER_ROUTE = "other"
 
 
@@ -102,6 +112,9 @@ def new_record(scope: Scope, client_request_id: str | None) -> RequestRecord:
 def route_of(path: str) -> str:
     route = ROUTE_BY_PATH.get(path)
     if route is not None:
+        return route
+    _, method_separator, method = path.rpartition(":")
+    if method_separator and "/" not in method and (route := ROUTE_BY_METHOD.get(method)):
         return route
     for prefix, kind in ROUTE_BY_PREFIX:
         if path.startswith(prefix):

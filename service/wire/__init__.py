@@ -21,6 +21,9 @@ from .errors import (
 from .event_batches import joined_when_ready
 from .headers import (
     API_KEY_HEADER,
+    GOOGLE_API_KEY_HEADER,
+    GOOGLE_CLIENT_HEADER,
+    GOOGLE_KEY_PARAMETER,
     HeaderPairs,
     client_authorization,
     downstream_headers,
@@ -45,6 +48,9 @@ __all__ = [
     "DONE",
     "DONE_EVENT",
     "EVENT_STREAM",
+    "GOOGLE_API_KEY_HEADER",
+    "GOOGLE_CLIENT_HEADER",
+    "GOOGLE_KEY_PARAMETER",
     "INVALID_REQUEST",
     "JSON_MEDIA_TYPE",
     "SERVER_ERROR",

@@ -24,6 +24,8 @@ CLIENT_CLOSED_REQUEST = 499
 # An OpenAI error body's `error`, and the HTTP status it is answered with -> the error body
 # the clients of another API read.
 ErrorShape = Callable[[dict[str, Any], int], dict[str, Any]]
+# What separates a resource from the custom method it calls, in Google's paths.
+CUSTOM_METHOD = ":"
 
 
 class ProxyError(Exception):
@@ -79,19 +81,31 @@ def error_body(
 
 class ErrorShapes:
     """The error shape each path is answered in: OpenAI's, but under a path that a front door
-    registered with its own shape (the path itself, and every path below it).
+    registered with its own shape (the path itself, and every path below it), or, for
+    `custom_methods`, a path below the prefix that calls a custom method (Google's
+    `resource:verb`, as in `/v1/models/m:generateContent`: the Gemini API shares `/v1/models`
+    with OpenAI's, and only its methods are its own).
 
     >>> shapes = ErrorShapes({"/v1/other_api": other_api_error_of})
     >>> shapes.shaped("/v1/other_api/count", error_body("no", error_type=...), 400)
     """
 
-    def __init__(self, by_path: Mapping[str, ErrorShape] | None = None) -> None:
+    def __init__(
+        self,
+        by_path: Mapping[str, ErrorShape] | None = None,
+        *,
+        custom_methods: Mapping[str, ErrorShape] | None = None,
+    ) -> None:
         self._by_path = dict(by_path or {})
+        self._custom_methods = dict(custom_methods or {})
 
     def shape_of(self, path: str) -> ErrorShape | None:
         """The shape registered for `path`, or None for OpenAI's."""
         for prefix, shape in self._by_path.items():
             if path == prefix or path.startswith(prefix + "/"):
+                return shape
+        for prefix, shape in self._custom_methods.items():
+            if path.startswith(prefix + "/") and CUSTOM_METHOD in path.rpartition("/")[2]:
                 return shape
         return None
 

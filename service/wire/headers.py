@@ -19,8 +19,14 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-# The header the Anthropic SDKs send their key in, beside `Authorization: Bearer`.
+# The headers the Anthropic SDKs and Google's (Gemini CLI, google-genai) send their key in,
+# beside `Authorization: Bearer`.
 API_KEY_HEADER = "x-api-key"
+GOOGLE_API_KEY_HEADER = "x-goog-api-key"
+# Google's clients name themselves in this header; curl users of the Gemini API send their key
+# as this query parameter instead of the header.
+GOOGLE_CLIENT_HEADER = "x-goog-api-client"
+GOOGLE_KEY_PARAMETER = "key"
 # Set by the proxy itself for the upstream hop (host, length and encoding follow the body
 # that is actually sent; authorization follows `upstream_authorization`, which reads the
 # client's key from either header).
@@ -30,6 +36,7 @@ NOT_FORWARDED_UPSTREAM = HOP_BY_HOP | {
     "accept-encoding",
     "authorization",
     API_KEY_HEADER,
+    GOOGLE_API_KEY_HEADER,
 }
 # The proxy's server adds its own.
 NOT_FORWARDED_DOWNSTREAM = HOP_BY_HOP | {"date", "server"}
@@ -41,8 +48,9 @@ HeaderPairs = list[tuple[str, str]]
 
 
 def client_authorization(authorization: str | None, api_key: str | None) -> str | None:
-    """The client's key as an `Authorization` value: as it sent it, or its `x-api-key` as a
-    bearer token (the upstream speaks OpenAI's API, whose key is a bearer token)."""
+    """The client's key as an `Authorization` value: as it sent it, or its `x-api-key` (or
+    `x-goog-api-key`) as a bearer token (the upstream speaks OpenAI's API, whose key is a
+    bearer token)."""
     if authorization is None and api_key:
         return f"Bearer {api_key.strip()}"
     return authorization

@@ -90,10 +90,10 @@ def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream(
 def test_front_doors_prints_each_door_against_chat_and_counts_every_stream() -> None:
     out = run("front_doors.py", "--rounds", "1", "--repeat", "2", "--chunks", "5")
 
-    for door in ("chat completions", "Responses", "Messages"):
+    for door in ("chat completions", "Responses", "Messages", "Gemini"):
         assert re.search(rf"^{door} +[\d.]+ +[\d.]+x  [\d.]+$", out, re.MULTILINE), out
     # 20 warm-up streams, then 2 per round, through each door.
-    for route in ("chat", "responses", "messages"):
+    for route in ("chat", "responses", "messages", "gemini"):
         assert f"proxy requests_total{{route='{route}'}} grew by 22 of 22" in out, out
     assert re.search(
         r"^every front door within 1.05x chat's CPU per stream: (met|NOT met)$", out, re.M

@@ -16,13 +16,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from node_projects import install, path_with_node
+from node_projects import install, offline_environment
 from processes import run_to_the_end
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
@@ -46,14 +44,6 @@ CONNECT = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(\d
 @pytest.fixture(scope="module")
 def claude_installed() -> None:
     install(PROJECT, CLAUDE)
-
-
-@pytest.fixture
-def refused_proxy() -> Iterator[str]:
-    """An HTTP proxy address that refuses connections: a port bound here, never listening."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def documented_environment() -> dict[str, str]:
@@ -111,7 +101,11 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     run = run_to_the_end(
         command,
         cwd=work,
-        env=claude_environment(documented, proxy.url, home, refused_proxy),
+        env=offline_environment(
+            home,
+            refused_proxy,
+            {**documented, "ANTHROPIC_BASE_URL": proxy.url, **TEST_VARIABLES},
+        ),
         stdin=subprocess.DEVNULL,
     )
 
@@ -130,23 +124,3 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     if trace.exists():
         addresses = set(CONNECT.findall(trace.read_text()))
         assert addresses and all("127.0.0.1" in address for address in addresses), addresses
-
-
-def claude_environment(
-    documented: dict[str, str], proxy_url: str, home: Path, refused_proxy: str
-) -> dict[str, str]:
-    """Claude Code's whole environment: the documented variables pointed at the served proxy,
-    its own home, and HTTP proxies that refuse connections for anything but loopback."""
-    proxies = {name: refused_proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
-    loopback = "127.0.0.1,localhost"
-    return {
-        "PATH": path_with_node(),
-        "HOME": str(home),
-        **documented,
-        "ANTHROPIC_BASE_URL": proxy_url,
-        **TEST_VARIABLES,
-        **proxies,
-        **{name.lower(): value for name, value in proxies.items()},
-        "NO_PROXY": loopback,
-        "no_proxy": loopback,
-    }

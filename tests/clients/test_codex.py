@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from node_projects import install, path_with_node
+from node_projects import install, offline_environment
 from processes import run_to_the_end
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
@@ -56,14 +54,6 @@ CONTENT = "hi-from-the-model"
 @pytest.fixture(scope="module")
 def codex_installed() -> None:
     install(PROJECT, CODEX)
-
-
-@pytest.fixture
-def refused_proxy() -> Iterator[str]:
-    """An HTTP proxy address that refuses connections: a port bound here, never listening."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def documented_provider_block() -> str:
@@ -128,7 +118,9 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
     run = run_to_the_end(
         [str(CODEX), "exec", "--skip-git-repo-check", "--json", "-C", str(work), "Write it."],
         cwd=work,
-        env=codex_environment(home, refused_proxy),
+        env=offline_environment(
+            home, refused_proxy, {"CODEX_HOME": str(home / ".codex"), KEY_VARIABLE: "unused"}
+        ),
         stdin=subprocess.DEVNULL,
     )
 
@@ -147,23 +139,6 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
         assert '{"name": "spawn_agent"' in declared
     assert CONTENT in third["messages"][-1]["content"], "the read result went back to the model"
     assert len(second["messages"]) < len(third["messages"])
-
-
-def codex_environment(home: Path, refused_proxy: str) -> dict[str, str]:
-    """Codex's whole environment: its own home, the key variable, and HTTP proxies that refuse
-    connections for anything but loopback."""
-    proxies = {name: refused_proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
-    loopback = "127.0.0.1,localhost"
-    return {
-        "PATH": path_with_node(),
-        "HOME": str(home),
-        "CODEX_HOME": str(home / ".codex"),
-        KEY_VARIABLE: "unused",
-        **proxies,
-        **{name.lower(): value for name, value in proxies.items()},
-        "NO_PROXY": loopback,
-        "no_proxy": loopback,
-    }
 
 
 def agent_events(stdout: str, item_type: str) -> list[dict[str, Any]]:

