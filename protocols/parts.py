@@ -6,7 +6,8 @@ every `ThinkStart.tag`/`ThinkEnd.tag`, and the `original` of every `ToolCall` an
 `ToolCallUnfinished` reproduces the model's output, less layout: whitespace-only text that
 lies between the start of the output or a call and a call or the end of the output, and
 there the empty shell calls were wrapped in (a code fence's lines, a wrapper tag and its
-closing; see `streaming/call_shell.py`).
+closing; see `streaming/call_shell.py`), and a code fence holding only calls wherever it
+stands (`streaming/call_hold.py`).
 """
 
 from __future__ import annotations

@@ -43,6 +43,21 @@ _SEPARATORS = re.compile(r"[\s,;]*")  # between call objects, as `parse_json_val
 _ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
 
 
+def fenced_call_objects(
+    text: str, declared: DeclaredTools, budget: RelaxedParseBudget
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls a code fence of JSON holds (`text`, its fence lines included) when it holds
+    call objects of declared tools alone (as the whole answer must, see OffProtocolAnswer),
+    else None."""
+    try:
+        calls = calls_in_json(
+            text.strip(), complete_only=True, budget=budget, required_keys=_ARGUMENTS_KEYS
+        )
+    except CallObjectError:
+        return None
+    return calls if all(name in declared for name, _ in calls) else None
+
+
 class OffProtocolAnswer:
     """The start of an answer, held while it may still be off-protocol call objects.
     `feed` says whether it still may; `calls` reads it once the output has ended."""

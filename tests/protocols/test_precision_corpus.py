@@ -45,30 +45,20 @@ TOOL_SETS: dict[str, tuple[ToolSpec, ...]] = {
     ),
 }
 
-# A case's `fails-before-the-rule` header names the protocols under which the parser misread
-# it before the precision rule: expected to fail there until the rule is in (strictly, so a
-# case that starts passing is reported and its header removed).
-FAILS_BEFORE = "fails-before-the-rule"
-
 
 def _params() -> list[Any]:
-    params = []
-    for case in CASES:
-        for protocol in case.expected.get("protocols", PROTOCOL_NAMES):
-            marks = (
-                [pytest.mark.xfail(strict=True, reason="misread before the precision rule")]
-                if protocol in case.expected.get(FAILS_BEFORE, ())
-                else []
-            )
-            params.append(pytest.param(case, protocol, id=f"{case.id}-{protocol}", marks=marks))
-    return params
+    return [
+        pytest.param(case, protocol, id=f"{case.id}-{protocol}")
+        for case in CASES
+        for protocol in case.expected.get("protocols", PROTOCOL_NAMES)
+    ]
 
 
 @pytest.mark.parametrize(("case", "protocol"), _params())
 def test_a_call_is_only_what_the_model_meant_as_one(case: Case, protocol: str) -> None:
     result = check_alike(case, protocol, TOOL_SETS[case.expected.get("tools", "default")])
     if not case.expects("calls", protocol):
-        assert result.text == case.output  # a mention is the answer's text, every byte
+        assert result.reconstructed == case.output  # a mention is the answer, every byte
 
 
 def test_the_corpus_tests_positives_as_hard_as_negatives() -> None:

@@ -229,12 +229,14 @@ def check_contract(result: Result) -> None:
 
 # Layout: blanks, and the empty shell calls were written in (fence lines, wrapper tags).
 LAYOUT = re.compile(r"\s*(?:(?:```[\w.+-]*|</?[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>)\s*)*")
+FENCE_LINE = re.compile(r"^ {0,3}```", re.MULTILINE)
 
 
 def _check_nothing_lost(result: Result) -> None:
     """The parts rebuild the source, less layout: a run of blanks and shell lines may be
-    missing only between (the start or a call) and (a call, text or the end), never right
-    after text, and never in an output with no call."""
+    missing only between (the start or a call) and (a call, text or the end), or between
+    text and a call when it opens a code fence (the fence holds only calls), and never in
+    an output with no call."""
     source, position, after_text = result.source, 0, False
     pieces: list[tuple[bool, str]] = []  # (is text, piece)
     for part in result.parts:
@@ -245,11 +247,12 @@ def _check_nothing_lost(result: Result) -> None:
         elif isinstance(part, ToolCall | ToolCallUnfinished):
             pieces.append((False, part.original))
     for is_text, piece in pieces:
-        if piece and not after_text:
+        if piece and (not after_text or not is_text):
             start = source.find(piece, position)
             assert start >= position, f"{piece[:80]!r} not found"
             dropped = source[position:start]
             assert LAYOUT.fullmatch(dropped), f"dropped: {dropped!r}"
+            assert not (after_text and dropped) or FENCE_LINE.search(dropped), dropped
             position = start
         assert source.startswith(piece, position), (position, piece[:80], source[position:][:80])
         position += len(piece)
