@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 from corpus_cases import Case, check_alike, corpus
-from parser_harness import PROTOCOL_NAMES, TOOLS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from parser_harness import MODES, PROTOCOL_NAMES, TOOLS, check_contract, run
 
-from protocols import ToolSpec
+from protocols import ArgumentsMode, ToolSpec
 
 CASES = corpus(Path(__file__).parent / "precision_corpus")
 
@@ -43,6 +45,19 @@ TOOL_SETS: dict[str, tuple[ToolSpec, ...]] = {
         ),
         ToolSpec("execute_command", "Run a shell command.", _object(["command"], command=_STRING)),
     ),
+    # BFCL's route planner, whose arguments a 1.5B model closed with each other's tags.
+    "route": (
+        ToolSpec(
+            "plan_route",
+            "A driving route.",
+            _object(
+                ["start_location", "end_location"],
+                start_location=_STRING,
+                end_location=_STRING,
+                avoid_tolls={"type": "boolean"},
+            ),
+        ),
+    ),
 }
 
 
@@ -68,3 +83,24 @@ def test_the_corpus_tests_positives_as_hard_as_negatives() -> None:
     for case in CASES:
         assert set(case.expected.get("protocols", PROTOCOL_NAMES)) <= set(PROTOCOL_NAMES)
         assert case.expected.get("tools", "default") in TOOL_SETS, case.id
+
+
+@st.composite
+def _case_with_cuts(draw: st.DrawFn) -> tuple[Case, str, list[int]]:
+    case = draw(st.sampled_from(CASES))
+    protocol = draw(st.sampled_from(case.expected.get("protocols", PROTOCOL_NAMES)))
+    cuts = draw(st.lists(st.integers(0, len(case.output)), max_size=16))
+    return case, protocol, cuts
+
+
+@settings(max_examples=300, deadline=None)
+@given(drawn=_case_with_cuts(), mode=st.sampled_from(MODES))
+def test_any_chunking_of_the_corpus_reads_it_alike(
+    drawn: tuple[Case, str, list[int]], mode: ArgumentsMode
+) -> None:
+    # What decides a held call may arrive in any piece: a stream reads the text as a whole does.
+    case, protocol, cuts = drawn
+    tools = TOOL_SETS[case.expected.get("tools", "default")]
+    chunked = run(protocol, case.output, chunks=cuts, mode=mode, tools=tools)
+    check_contract(chunked)
+    assert chunked.signature() == run(protocol, case.output, mode=mode, tools=tools).signature()
