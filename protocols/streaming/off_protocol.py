@@ -155,7 +155,9 @@ class OffProtocolAnswer:
             begins = form.begins.match(text, position)
             name = begins.groupdict().get("name") if begins else None
             if begins and (name is None or resolve_tool_name(name, self._declared)):
-                self._json_start, self._closing, self._form = position, closing, form
+                # The calls' JSON (or list) begins at the group `body` where a word leads.
+                start = begins.start("body") if "body" in form.begins.groupindex else position
+                self._json_start, self._closing, self._form = start, closing, form
                 return True
         if text.startswith(_VALUE_OPENERS, position):
             if text.startswith("[", position) and self._may_begin(text[position:]):
