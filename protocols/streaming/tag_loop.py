@@ -30,6 +30,7 @@ from .dialect_forms import (
     dialect_names,
     dialect_search,
 )
+from .invented_result import InventedResult, result_after_call
 from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer, fenced_call_objects
 from .part_writer import PartWriter
@@ -109,6 +110,7 @@ class TagStreamParser(StreamParser):
         self._ended = False  # the output has ended (finish)
         self._pending = ""
         self._call: CallScanner | None = None
+        self._after_call = False  # a call just ended: a result the model invents may follow
         self._in_think = False
         # Inside a think block from a call open tag on: how much of `_pending` has been
         # searched for `</think>` (None while no call tag is held).
@@ -307,8 +309,12 @@ class TagStreamParser(StreamParser):
                 if rest is None:
                     self._pending = ""
                     return
+                self._after_call = not isinstance(self._call, InventedResult)
                 self._call = None
                 self._pending = rest
+            elif self._after_call:
+                if not self._advance_after_call():
+                    return
             elif self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
@@ -319,6 +325,22 @@ class TagStreamParser(StreamParser):
                     return
             elif not self._advance_outside():
                 return
+
+    def _advance_after_call(self) -> bool:
+        """Right after a call: a result block the model invents for it is dropped (see
+        `invented_result`); False when more text is needed to tell."""
+        text = self._pending
+        start, opening, may_come = result_after_call(text, self._ended)
+        if opening is not None:
+            self._call = InventedResult(self._ctx, text[:start], opening, self._holds_call)
+            self._pending = text[opening.end() :]
+        elif may_come:
+            return False
+        self._after_call = False
+        return True
+
+    def _holds_call(self, text: str) -> bool:
+        return self._locate(text, self._outside, 0)[0] is not None
 
     def _advance_in_think(self) -> bool:
         """Emit think text up to `</think>`; False when more text is needed. A call open tag
