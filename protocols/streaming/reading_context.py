@@ -123,15 +123,17 @@ class ReadingContext:
         "_elements",
         "_fence",
         "_last_prose",
-        "_line",
         "_line_chars",
         "_line_text",
+        "_pieces",
         "_prose",
         "_ticks",
     )
 
     def __init__(self) -> None:
-        self._line = ""  # the current line so far (its last MAX_LINE_CHARS characters)
+        # The current line so far, in pieces (joined, and cut to its last MAX_LINE_CHARS
+        # characters, when it is read: a stream fed a character at a time copies nothing).
+        self._pieces: list[str] = []
         self._line_chars = 0  # its length
         self._line_text = False  # it holds something other than blanks
         self._ticks = 0  # the backtick run that opened inline code on this line, 0 outside
@@ -156,7 +158,7 @@ class ReadingContext:
     def sentence_ended(self) -> bool:
         """The prose before, on this line, ends a sentence or announces what follows (`.`,
         `!`, `?`, `:`)."""
-        return self._line.rstrip()[-1:] in (".", "!", "?", ":") and self._line_text
+        return self._line_text and self._line().rstrip()[-1:] in (".", "!", "?", ":")
 
     @property
     def at_line_start(self) -> bool:
@@ -170,7 +172,7 @@ class ReadingContext:
         return (
             self._fence is None
             and self._line_chars <= MAX_LINE_CHARS
-            and _FENCE_HEAD.fullmatch(self._line) is not None
+            and _FENCE_HEAD.fullmatch(self._line()) is not None
         )
 
     def fence_opening_at(self, text: str) -> int:
@@ -186,7 +188,8 @@ class ReadingContext:
         """The verdict on a call form that begins right after the text fed so far."""
         if self._ticks:
             return Verdict.TEXT
-        if self._line_text and _QUOTED.fullmatch(self._line):
+        line = self._line()
+        if self._line_text and _QUOTED.fullmatch(line):
             return Verdict.TEXT
         fence = self._fence
         if fence is not None:
@@ -195,8 +198,8 @@ class ReadingContext:
             return Verdict.HOLD_FENCE
         if self._elements:
             return Verdict.TEXT
-        prose_before = self._line_text and _TAGS.fullmatch(self._line) is None
-        intro = self._line if prose_before else self._last_prose
+        prose_before = self._line_text and _TAGS.fullmatch(line) is None
+        intro = line if prose_before else self._last_prose
         if intro and _EXAMPLE.search(intro):
             return Verdict.TEXT
         return Verdict.HOLD_LINE if prose_before else Verdict.CALL
@@ -208,11 +211,20 @@ class ReadingContext:
 
     def message_begins(self) -> None:
         """A think block began or ended: what follows is read afresh."""
-        self._line, self._line_chars, self._line_text, self._ticks = "", 0, False, 0
+        self._pieces, self._line_chars, self._line_text, self._ticks = [], 0, False, 0
         self._fence = None
         self.called()
 
+    def _line(self) -> str:
+        """The current line so far (its last MAX_LINE_CHARS characters)."""
+        if len(self._pieces) != 1:
+            self._pieces = ["".join(self._pieces)[-MAX_LINE_CHARS:]]
+        return self._pieces[0]
+
     def feed(self, text: str) -> None:
+        if "\n" not in text:  # the common delta: part of a line
+            self._extend_line(text)
+            return
         start = 0
         while True:
             end = text.find("\n", start)
@@ -224,7 +236,7 @@ class ReadingContext:
 
     def finish(self) -> None:
         """The output ended: its last line is complete."""
-        if self._line:
+        if self._line_chars:
             self._end_line()
 
     def _extend_line(self, piece: str) -> None:
@@ -234,8 +246,10 @@ class ReadingContext:
             self._follow_backticks(piece)
         if not self._line_text and not piece.isspace():
             self._line_text = True
-        self._line = (self._line + piece)[-MAX_LINE_CHARS:]
+        self._pieces.append(piece)
         self._line_chars += len(piece)
+        if len(self._pieces) > MAX_LINE_CHARS:
+            self._line()  # joined now and then, so the pieces stay few
 
     def _follow_backticks(self, piece: str) -> None:
         """Inline code spans on this line: a run of backticks opens one, the same run closes
@@ -251,8 +265,8 @@ class ReadingContext:
                 self._ticks = 0
 
     def _end_line(self) -> None:
-        line, chars, fence = self._line, self._line_chars, self._fence
-        self._line, self._line_chars, self._line_text, self._ticks = "", 0, False, 0
+        line, chars, fence = self._line(), self._line_chars, self._fence
+        self._pieces, self._line_chars, self._line_text, self._ticks = [], 0, False, 0
         opening = _FENCE_LINE.fullmatch(line) if chars <= MAX_LINE_CHARS else None
         if fence is not None:
             if fence.closed_by(line):
