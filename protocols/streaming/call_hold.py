@@ -188,7 +188,7 @@ class CallHold:
         # Phase.FENCE, after a call: decided at the end of each line
         if not ended:
             return Outcome.WAIT
-        intro = self._fence is not None and self._fence.intro
+        intro = self._fence is not None and self._fence.intro and not self._fence.acting
         if fence is not None and fence is not self._fence:  # this line opened a new fence
             if intro:
                 return Outcome.TEXT

@@ -17,7 +17,8 @@ gives the verdict on a call form about to be read:
   a call ends its line, or stands between two sentences ("Let me check. <call> Done.").
 - HOLD_FENCE: first in a fence: a call if the fence holds only calls and, when prose came
   before the fence, nothing but calls follows it (a fence between explanations is an
-  example; a fence that ends the answer is the answer).
+  example; a fence that ends the answer is the answer), unless that prose announced the
+  model's own action ("Let me read it:", "I'll search:").
 
 Held calls are decided by the part writer (`call_hold`), from the same context. Every
 verdict depends only on the text before the form, so any chunking gives the same."""
@@ -39,6 +40,9 @@ _EXAMPLE = re.compile(
     r"|such as|syntax|sample)\b",
     re.IGNORECASE,
 )
+# Words with which the model announces its own action ("Let me read it:"): a fence after
+# them holds what it does, whatever it says next.
+_ACTING = re.compile(r"\b(?:I'll|I will|I'm going to|I am going to|let me|let's)\b", re.IGNORECASE)
 # What comes before a call form on a line of quoted output: a Markdown quote, grep's
 # `43:`, `path:43:` or `43-`, a numbered listing's `  10\t` or `10 |`.
 _QUOTED = re.compile(r"\s*(?:(?:>[ \t]?)+|(?:[^\s:]+:)?\d+[:\-][ \t]?|\d+(?:\t| *[|│] ?))")
@@ -98,12 +102,13 @@ class Fence:
     """An open code fence: its closing, whether it has held only blanks (and calls), and
     whether prose came before it (then what follows it decides too)."""
 
-    __slots__ = ("closing", "intro", "pure", "shown")
+    __slots__ = ("acting", "closing", "intro", "pure", "shown")
 
     def __init__(self, marker: str, intro: bool, shown: bool) -> None:
         self.closing = marker
         self.intro = intro
         self.shown = shown  # introduced as an example
+        self.acting = False  # introduced by the model's own action
         self.pure = True
 
     def closed_by(self, line: str) -> bool:
@@ -284,6 +289,7 @@ class ReadingContext:
             marker = opening.group(1)
             shown = self._prose and bool(_EXAMPLE.search(self._last_prose))
             self._fence = Fence(marker, self._prose, shown)
+            self._fence.acting = bool(_ACTING.search(self._last_prose))
             return
         stripped = line.strip()
         if stripped:
