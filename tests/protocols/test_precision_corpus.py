@@ -45,6 +45,30 @@ TOOL_SETS: dict[str, tuple[ToolSpec, ...]] = {
         ),
         ToolSpec("execute_command", "Run a shell command.", _object(["command"], command=_STRING)),
     ),
+    # The real-model benchmark's tools (bench/real_model_calls.py), for its answers.
+    "bench": (
+        ToolSpec(
+            "get_weather",
+            "Current weather for a city.",
+            _object(
+                ["city"], city=_STRING, unit={"type": "string", "enum": ["celsius", "fahrenheit"]}
+            ),
+        ),
+        ToolSpec("read_file", "Read a file.", _object(["path"], path=_STRING)),
+        ToolSpec(
+            "write_file",
+            "Write a file.",
+            _object(["path", "content"], path=_STRING, content=_STRING),
+        ),
+        ToolSpec(
+            "search",
+            "Search the web.",
+            _object(["query"], query=_STRING, limit={"type": "integer"}),
+        ),
+        ToolSpec(
+            "get_stock_price", "Latest price of a stock.", _object(["symbol"], symbol=_STRING)
+        ),
+    ),
     # BFCL's route planner, whose arguments a 1.5B model closed with each other's tags.
     "route": (
         ToolSpec(
