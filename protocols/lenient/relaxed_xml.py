@@ -13,7 +13,7 @@ Rules beyond the spec, decided here:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,8 @@ def parse_xml_arguments(
     name is part of the key because the same text reads differently under another schema.
     Raises RelaxedXMLError (never anything else) when the body cannot be understood.
     """
-    tags = _argument_tags(body)
-    return _arguments(body, tags, declared_properties(schema or {}), parsed_values or {})
+    properties = declared_properties(schema or {})
+    return _arguments(body, _argument_tags(body, properties), properties, parsed_values or {})
 
 
 def parse_xml_calls(
@@ -90,8 +90,8 @@ def parse_xml_calls(
     `item`, each holding one call's argument elements (arguments beside them go to every
     call). Items holding anything else stay an `item` argument.
     """
-    tags = _argument_tags(body)
     properties = declared_properties(schema or {})
+    tags = _argument_tags(body, properties)
     known = parsed_values or {}
     names = {tag.name for tag in tags}
     items = LIST_MEMBER in names and LIST_MEMBER not in properties
@@ -107,10 +107,10 @@ def parse_xml_calls(
     ]
 
 
-def _argument_tags(body: str) -> list[_ArgumentTag]:
+def _argument_tags(body: str, declared: Collection[str]) -> list[_ArgumentTag]:
     if len(body) > MAX_BODY_CHARS:
         raise RelaxedXMLError(f"body of {len(body)} characters exceeds {MAX_BODY_CHARS}")
-    tags, has_stray_text = _scan_top_level(body)
+    tags, has_stray_text = _scan_top_level(body, declared)
     if not tags and has_stray_text:
         raise RelaxedXMLError("body has text but no argument tags")
     return tags
@@ -212,8 +212,10 @@ def arguments_are_complete(body: str) -> bool:
     return all(tag.closed for tag in tags) and body.count(_CDATA_START) == body.count(_CDATA_END)
 
 
-def _scan_top_level(body: str) -> tuple[list[_ArgumentTag], bool]:
-    """The body's top-level tags, and whether non-whitespace text lies between them."""
+def _scan_top_level(body: str, declared: Collection[str] = ()) -> tuple[list[_ArgumentTag], bool]:
+    """The body's top-level tags, and whether non-whitespace text lies between them. A tag
+    of a `declared` argument left unclosed ends where another declared argument's tag
+    does (see `_misclosed`)."""
     tags: list[_ArgumentTag] = []
     has_stray_text = False
     position = 0
@@ -224,6 +226,12 @@ def _scan_top_level(body: str) -> tuple[list[_ArgumentTag], bool]:
             has_stray_text = has_stray_text or bool(string_value(body[lt:position]))
         elif opened := _OPEN_TAG.match(body, lt):
             inner_end, position, closed = _find_close(body, opened)
+            if not closed and opened["name"] in declared:
+                inner_end, position, closed = _misclosed(body, opened, declared) or (
+                    inner_end,
+                    position,
+                    closed,
+                )
             tags.append(_ArgumentTag(opened["name"], opened.end(), inner_end, closed))
         elif markup := next((m for m in _SKIPPED_MARKUP if body.startswith(m, lt)), None):
             position = _skip_past(body, lt, _SKIPPED_MARKUP[markup])
@@ -264,6 +272,26 @@ def _find_close(body: str, opened: re.Match[str]) -> tuple[int, int, bool]:
             if depth > MAX_DEPTH:
                 raise RelaxedXMLError(f"<{opened['name']}> nested deeper than {MAX_DEPTH}")
     return len(body), len(body), False
+
+
+def _misclosed(
+    body: str, opened: re.Match[str], declared: Collection[str]
+) -> tuple[int, int, bool] | None:
+    """Where an argument never closed by its own tag ends: at the closing tag of another
+    declared argument, which the model wrote in its place (`<end>SF</start>`), or at the
+    next declared argument's opening tag. As `_find_close` gives it, or None."""
+    name = opened["name"]
+    position = opened.end()
+    while found := _TAG_OR_CDATA.search(body, position):
+        position = found.end()
+        if found["cdata"]:
+            position = _skip_past(body, found.start(), _CDATA_END)
+        elif found["name"] != name and found["name"] in declared:
+            # A tag on a line of its own: the line break before it is layout.
+            before = body[opened.end() : found.start()].rstrip(" \t")
+            end = opened.end() + len(before.removesuffix("\n").removesuffix("\r"))
+            return end, found.end() if found["slash"] else found.start(), True
+    return None
 
 
 def _skip_past(text: str, start: int, terminator: str) -> int:
