@@ -20,11 +20,11 @@ Rules beyond the spec, decided here:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from lxml import etree
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .coerce import declared_properties, declared_types
 
@@ -126,9 +126,20 @@ def string_value(raw: str) -> str:
     return inside if inside is not None else layout_trimmed(raw)
 
 
-_LXML_PARSER = etree.XMLParser(
-    recover=True, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False
-)
+if TYPE_CHECKING:
+    from lxml import etree
+
+
+@functools.cache
+def _lxml() -> tuple[ModuleType, etree.XMLParser]:
+    """lxml and its parser, imported with the first value that holds markup: few do, and
+    imported with the module lxml took 4 MB of every worker's memory from its start."""
+    from lxml import etree
+
+    parser = etree.XMLParser(
+        recover=True, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False
+    )
+    return etree, parser
 
 
 def parse_xml_value(raw: str, schema: Any = None) -> Any:
@@ -138,10 +149,11 @@ def parse_xml_value(raw: str, schema: Any = None) -> Any:
         return _leaf_text(raw)  # no markup: what lxml would give, without its cost
     repaired = _LXML_REPAIRS.sub(_repair, raw)
     document = f"<{_SYNTHETIC_ROOT}>{repaired}</{_SYNTHETIC_ROOT}>"
+    etree, parser = _lxml()
     try:
         # Lone surrogates can arrive from JSON-escaped model output; pass them through as
         # invalid bytes for libxml2 to recover from instead of failing the encode.
-        root = etree.fromstring(document.encode("utf-8", "surrogatepass"), _LXML_PARSER)
+        root = etree.fromstring(document.encode("utf-8", "surrogatepass"), parser)
     except (etree.LxmlError, ValueError) as error:
         raise RelaxedXMLError(f"unreadable XML: {error}") from error
     if root is None:
@@ -171,6 +183,7 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
     if "".join(loose_text).strip():
         if raw_inner is not None:
             return string_value(raw_inner)
+        etree, _ = _lxml()
         markup = (etree.tostring(node, encoding="unicode") for node in element)
         return layout_trimmed((element.text or "") + "".join(markup))
     schema = schema if isinstance(schema, Mapping) else {}
