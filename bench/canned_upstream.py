@@ -1,6 +1,10 @@
 """An instant OpenAI-compatible upstream for the proxy benchmark: always the same answer,
 a sentence and one JSON-mix tool call, streamed in token-sized chunks or whole. A request's
-`max_tokens` asks for a longer stream: that many chunks of prose before the same answer."""
+`max_tokens` asks for a longer stream: that many chunks of prose before the same answer.
+
+`create_app` writes each chunk of a stream on its own, as a model server writes tokens as
+they come; `create_burst_app` writes a whole stream at once, as a server does that sends
+many tokens per read (a fast GPU server, a cached answer)."""
 
 from __future__ import annotations
 
@@ -59,6 +63,9 @@ async def chat(request: Request) -> Response:
     if not body.get("stream"):
         return JSONResponse(COMPLETION)
     prose_chunks = int(body.get("max_tokens") or 0)
+    if request.app.state.burst:
+        chunks = [ROLE_CHUNK, *[PROSE_CHUNK] * prose_chunks, *ANSWER_CHUNKS]
+        return Response(b"".join(chunks), media_type="text/event-stream")
 
     async def events() -> AsyncIterator[bytes]:
         yield ROLE_CHUNK
@@ -79,11 +86,17 @@ async def models(request: Request) -> Response:
     return JSONResponse({"object": "list", "data": [{"id": "bench", "object": "model"}]})
 
 
-def create_app() -> Starlette:
-    return Starlette(
+def create_app(*, burst: bool = False) -> Starlette:
+    app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/healthz", healthz),
             Route("/v1/models", models),
         ]
     )
+    app.state.burst = burst
+    return app
+
+
+def create_burst_app() -> Starlette:
+    return create_app(burst=True)

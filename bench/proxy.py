@@ -81,9 +81,11 @@ def _threads(pid: int) -> list[Path]:
     return list(Path(f"/proc/{pid}/task").iterdir())
 
 
-def canned_upstream_command(port: int) -> list[str]:
-    """The instant canned upstream (`canned_upstream.py`) served on `port`."""
-    upstream = ["--factory", "canned_upstream:create_app", "--app-dir", str(HERE)]
+def canned_upstream_command(port: int, *, burst: bool = False) -> list[str]:
+    """The instant canned upstream (`canned_upstream.py`) served on `port`; with `burst`, one
+    that writes each stream whole, at once."""
+    factory = "canned_upstream:create_burst_app" if burst else "canned_upstream:create_app"
+    upstream = ["--factory", factory, "--app-dir", str(HERE)]
     return [*UVICORN, *upstream, "--port", str(port)]
 
 

@@ -3,7 +3,14 @@ lines (a fast model, a client reading slower than it); each becomes its own even
 sending each alone costs a trip through the ASGI middleware and a socket write, more than
 parsing and encoding the event. Here the events go through a queue: whatever the stream
 produced while the previous write went out is joined into the next one. Nothing waits for
-more: a lone event goes out as soon as it is produced, and so does the first."""
+more: a lone event goes out as soon as it is produced, and so does the first.
+
+Events already read need no wait to be produced, so the producer could go through a whole
+upstream read before the consumer ran once: from a server that sends many tokens per read,
+the first token would wait for hundreds behind it. The producer lets the consumer write
+once a batch holds 1 event, then 4, 16... up to MAX_QUEUED_EVENTS: the first tokens go out
+as soon as they are made, and a long answer read whole still leaves in a handful of
+writes."""
 
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ import anyio
 
 from .sse import EventStream
 
+# How much larger each batch the producer lets out at once is than the one before.
+BATCH_GROWTH = 4
 # Events queued before the producer waits for the client: a client reading slower than the
 # upstream writes holds the upstream back (as a direct stream would) past this many, or past
 # this many bytes. The byte bound is for large events (a Responses stream's last events each
@@ -66,6 +75,7 @@ async def _produce(
     events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None], stop: anyio.CancelScope
 ) -> None:
     queued = 0  # bytes put since the queue was last seen empty
+    batch = 1  # events queued before the consumer is let write them
     try:
         with stop:
             async for event in events:
@@ -74,5 +84,8 @@ async def _produce(
                 if queue.qsize() >= MAX_QUEUED_EVENTS or queued >= MAX_QUEUED_BYTES:
                     await queue.join()
                     queued = 0
+                elif queue.qsize() >= batch:
+                    batch = min(BATCH_GROWTH * batch, MAX_QUEUED_EVENTS)
+                    await asyncio.sleep(0)  # the consumer, woken by the first put, runs
     finally:
         queue.put_nowait(None)

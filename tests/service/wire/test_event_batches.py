@@ -7,7 +7,12 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
-from service.wire.event_batches import MAX_QUEUED_BYTES, MAX_QUEUED_EVENTS, joined_when_ready
+from service.wire.event_batches import (
+    BATCH_GROWTH,
+    MAX_QUEUED_BYTES,
+    MAX_QUEUED_EVENTS,
+    joined_when_ready,
+)
 
 
 async def collected(events: AsyncGenerator[bytes, None]) -> list[bytes]:
@@ -19,18 +24,46 @@ def test_the_first_event_goes_out_alone_then_those_produced_together_together() 
         more = asyncio.Event()
 
         async def events() -> AsyncGenerator[bytes, None]:
-            yield b"a\n\n"
-            yield b"b\n\n"
-            yield b"c\n\n"
+            for event in (b"a\n\n", b"b\n\n", b"c\n\n", b"d\n\n", b"e\n\n", b"f\n\n", b"g\n\n"):
+                yield event
             await more.wait()  # the upstream is silent: what was ready must go out now
-            yield b"d\n\n"
+            yield b"h\n\n"
 
         joined = joined_when_ready(events())
-        ready = [await anext(joined), await anext(joined)]
+        ready = [await anext(joined) for _ in range(4)]
         more.set()
         return [*ready, *[item async for item in joined]]
 
-    assert asyncio.run(scenario()) == [b"a\n\n", b"b\n\nc\n\n", b"d\n\n"]
+    # One, one, then a batch of up to BATCH_GROWTH; what is left goes out when the source
+    # waits.
+    assert BATCH_GROWTH == 4
+    assert asyncio.run(scenario()) == [
+        b"a\n\n",
+        b"b\n\n",
+        b"c\n\nd\n\ne\n\nf\n\n",
+        b"g\n\n",
+        b"h\n\n",
+    ]
+
+
+def test_events_read_together_leave_in_batches_that_grow_from_one() -> None:
+    """A server that sends a whole answer in one read: its first token goes out at once,
+    not behind the hundreds read with it; the rest in writes BATCH_GROWTH times as large
+    each time."""
+    count = 3 * MAX_QUEUED_EVENTS
+
+    async def events() -> AsyncGenerator[bytes, None]:
+        for _ in range(count):
+            yield b"e\n\n"  # never waits: all of it already read
+
+    sizes = [batch.count(b"\n\n") for batch in asyncio.run(collected(events()))]
+
+    growing = [1]
+    while growing[-1] < MAX_QUEUED_EVENTS:
+        growing.append(min(BATCH_GROWTH * growing[-1], MAX_QUEUED_EVENTS))
+    assert sizes[: 2 + len(growing)] == [1, *growing, MAX_QUEUED_EVENTS]
+    assert sum(sizes) == count
+    assert max(sizes) == MAX_QUEUED_EVENTS
 
 
 def test_an_error_is_raised_after_the_events_produced_before_it() -> None:
@@ -70,27 +103,30 @@ def test_a_consumer_that_stops_early_has_the_producer_closed() -> None:
 
 
 def test_a_slow_consumer_holds_the_producer_back() -> None:
-    produced = 0
+    produced = received = lead = 0
+
+    async def events() -> AsyncGenerator[bytes, None]:
+        nonlocal produced, lead
+        for _ in range(3 * MAX_QUEUED_EVENTS):
+            produced += 1
+            lead = max(lead, produced - received)
+            yield b"e\n\n"
 
     async def scenario() -> list[bytes]:
-        async def events() -> AsyncGenerator[bytes, None]:
-            nonlocal produced
-            for _ in range(3 * MAX_QUEUED_EVENTS):
-                produced += 1
-                yield b"e\n\n"
-
-        joined = joined_when_ready(events())
-        # The producer never waits on its source: unbounded, it would have produced all
-        # before the consumer first ran.
-        first = await anext(joined)  # the first event goes out alone
-        second = await anext(joined)
-        held = produced
-        rest = [item async for item in joined]
-        assert held == 1 + MAX_QUEUED_EVENTS
-        return [first, second, *rest]
+        nonlocal received
+        batches = []
+        async for batch in joined_when_ready(events()):
+            batches.append(batch)
+            received += batch.count(b"\n\n")
+            # A slow client: while its write goes out the producer runs as far as it may
+            # (it never waits on its source: unbounded, it would produce all).
+            for _ in range(2 * MAX_QUEUED_EVENTS):
+                await asyncio.sleep(0)
+        return batches
 
     batches = asyncio.run(scenario())
     assert b"".join(batches) == b"e\n\n" * 3 * MAX_QUEUED_EVENTS
+    assert lead == MAX_QUEUED_EVENTS  # queued up to the bound, then held back
     assert all(batch.count(b"\n\n") <= MAX_QUEUED_EVENTS for batch in batches)
 
 
