@@ -176,13 +176,21 @@ def test_tracing_benchmark_prints_each_variant() -> None:
     assert re.search(r"^import \+ build, CPU s(\s+[\d.]+){3}$", out, re.MULTILINE), out
 
 
-def test_added_latency_benchmark_prints_each_case_cold_start_and_memory() -> None:
-    out = run("added_latency.py", "--requests", "3", "--starts", "1")
+def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory() -> None:
+    out = run(
+        "added_latency.py",
+        *("--requests", "4", "--rounds", "2", "--chunks", "3", "--starts", "1"),
+        *("--concurrency", "1,2"),
+    )
 
-    for mode in ("whole", "streamed"):
-        for tools in ("with", "without"):
-            row = rf"^{mode} {tools} tools(\s+-?[\d.]+){{4}}$"
-            assert re.search(row, out, re.MULTILINE), out
+    number = r"\s+[-+][\d.]+"
+    for door in ("chat completions", "Responses", "Messages"):
+        for tool in ("with", "no"):
+            assert re.search(rf"^{door}, whole, {tool} tool({number}){{4}}$", out, re.M), out
+            assert re.search(rf"^{door}, streamed, {tool} tool({number}){{5}}$", out, re.M), out
+    assert re.search(rf"^bare relay, whole({number}){{4}}$", out, re.MULTILINE), out
+    assert re.search(rf"^bare relay, streamed({number}){{5}}$", out, re.MULTILINE), out
     assert re.search(r"^proxy's own account \(overhead_seconds mean\): [\d.]+ ms$", out, re.M)
     assert re.search(r"^cold start to /readyz: median [\d.]+ s of 1$", out, re.MULTILINE), out
-    assert re.search(r"^RSS: idle [\d.]+ MB, after the run [\d.]+ MB$", out, re.MULTILINE), out
+    assert re.search(r"^RSS: idle [\d.]+ MB, under 2 streams [\d.]+ MB$", out, re.M), out
+    assert re.search(r"^load average: [\d. ]+ before, [\d. ]+ after$", out, re.M), out
