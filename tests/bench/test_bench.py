@@ -194,3 +194,18 @@ def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory()
     assert re.search(r"^cold start to /readyz: median [\d.]+ s of 1$", out, re.MULTILINE), out
     assert re.search(r"^RSS: idle [\d.]+ MB, under 2 streams [\d.]+ MB$", out, re.M), out
     assert re.search(r"^load average: [\d. ]+ before, [\d. ]+ after$", out, re.M), out
+
+
+def test_layers_benchmark_prints_each_server_and_the_layer_it_adds() -> None:
+    out = run("layers.py", "--rounds", "1", "--requests", "3")
+
+    assert re.search(r"^upstream alone +-?[\d.]+ +[\d.]+$", out, re.MULTILINE), out
+    for server, beneath in (
+        ("uvicorn \\+ httpx", "upstream alone"),
+        ("Starlette \\+ httpx", "uvicorn \\+ httpx"),
+        ("FastAPI \\+ httpx", "Starlette \\+ httpx"),
+        ("proxy, no tool \\(relayed\\)", "Starlette \\+ httpx"),
+        ("proxy, with a tool", "proxy, no tool \\(relayed\\)"),
+    ):
+        row = rf"^{server} +-?[\d.]+ +[\d.]+ +{beneath} +[-+][\d.]+$"
+        assert re.search(row, out, re.MULTILINE), out
