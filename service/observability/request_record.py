@@ -40,6 +40,7 @@ ROUTE_BY_METHOD = {
     "countTokens": "count_tokens",
 }
 ROUTE_BY_PREFIX = (
+    ("/v1/responses/", "responses"),  # a stored response read back, and the like
     ("/v1beta/models", "models"),
     ("/v1/", "passthrough"),
     ("/demo/", "demo"),

@@ -14,6 +14,7 @@ from ..exchange import ChatExchange, respond
 from ..wire import read_limited
 from .events import ResponseWriter
 from .request import parse_responses_request
+from .retrieval import identified
 from .store import ResponseStore
 
 
@@ -33,8 +34,6 @@ async def create_response(
 
     async def stored() -> None:
         if asked.store:
-            conversation = (*asked.inputs, *writer.output)
-            indexed = (*asked.referenced, *writer.output)
-            await store.put(owner, writer.whole()["id"], conversation, indexed)
+            await store.put(owner, writer.whole(), identified(asked.inputs), asked.referenced)
 
     return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)

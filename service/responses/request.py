@@ -94,7 +94,7 @@ async def parse_responses_request(
     referenced = tuple(
         item for item, asked in zip(resolved, given, strict=True) if asked is not item
     )  # what the references resolved to
-    tools = responses_tools(body.get("tools"), hosted_tools, loaded=_loaded_tools(inputs))
+    tools = responses_tools(body.get("tools"), hosted_tools, loaded=loaded_tools(inputs))
     messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs, tools)
     chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}
     if not messages:
@@ -226,7 +226,7 @@ def chat_messages(items: Sequence[Item], tools: ResponsesTools) -> list[dict[str
     return messages
 
 
-def _loaded_tools(items: Sequence[Item]) -> list[Any]:
+def loaded_tools(items: Sequence[Item]) -> list[Any]:
     """The tools the client's tool searches loaded: callable from then on, as on OpenAI."""
     return [
         tool
