@@ -40,6 +40,7 @@ from .passthrough import forward, list_models, upstream_ready
 from .responses import (
     ResponseStore,
     cancel_response,
+    count_input_tokens,
     create_response,
     delete_response,
     list_input_items,
@@ -153,6 +154,12 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/responses")
     async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
         return await create_response(request, _context(request), _store(request), owner)
+
+    @app.post("/v1/responses/input_tokens")
+    async def responses_input_tokens(
+        request: Request, owner: str = Depends(client_keys)
+    ) -> Response:
+        return await count_input_tokens(request, _context(request), _store(request), owner)
 
     @app.get("/v1/responses/{response_id}")
     async def stored_response(

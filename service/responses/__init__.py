@@ -4,7 +4,7 @@ memory, or on Redis for replicas), and the endpoints that read a stored response
 
 from __future__ import annotations
 
-from .api import create_response
+from .api import count_input_tokens, create_response
 from .retrieval import cancel_response, delete_response, list_input_items, retrieve_response
 from .store import ResponseStore
 from .store_setup import opened_store
@@ -12,6 +12,7 @@ from .store_setup import opened_store
 __all__ = [
     "ResponseStore",
     "cancel_response",
+    "count_input_tokens",
     "create_response",
     "delete_response",
     "list_input_items",
