@@ -40,6 +40,7 @@ from .passthrough import forward, list_models, upstream_ready
 from .responses import (
     ResponseStore,
     cancel_response,
+    compact_conversation,
     count_input_tokens,
     create_response,
     delete_response,
@@ -160,6 +161,10 @@ def create_app(settings: Settings) -> FastAPI:
         request: Request, owner: str = Depends(client_keys)
     ) -> Response:
         return await count_input_tokens(request, _context(request), _store(request), owner)
+
+    @app.post("/v1/responses/compact")
+    async def responses_compact(request: Request, owner: str = Depends(client_keys)) -> Response:
+        return await compact_conversation(request, _context(request), _store(request), owner)
 
     @app.get("/v1/responses/{response_id}")
     async def stored_response(

@@ -13,6 +13,7 @@ from ..exchange import ChatRequest, checked_chat_request, decoded_body, invalid
 from ..settings import HostedTools
 from ..wire import ProxyError, json_value
 from .store import Found, Item, ResponseStore
+from .summary import COMPACTION, checked_compaction, summary_message
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools, responses_tools
 
 # Fields copied to the chat body under the same name.
@@ -185,6 +186,8 @@ def _check_item(item: Item, param: str) -> None:
         elif kind in CALL_OUTPUTS.values() and not isinstance(output := item.get("output"), str):
             for index, part in enumerate(_parts(output, param)):
                 _chat_part(part, f"{param}.output[{index}]")
+    elif kind == COMPACTION:
+        checked_compaction(item, param)
     elif kind not in IGNORED_ITEMS:
         raise invalid(f"input items of type {kind!r} are not supported", param, "unsupported")
 
@@ -223,6 +226,8 @@ def chat_messages(items: Sequence[Item], tools: ResponsesTools) -> list[dict[str
         elif kind in CALL_OUTPUTS.values():
             content = _output_content(item, tools)
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
+        elif kind == COMPACTION:
+            messages.append(summary_message(item))
     return messages
 
 

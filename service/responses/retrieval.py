@@ -90,7 +90,7 @@ async def list_input_items(
             )
         start = ids.index(after) + 1
     end = start + (DEFAULT_LIMIT if limit is None else limit)
-    data = [_listed(item) for item in ordered[start:end]]
+    data = [listed(item) for item in ordered[start:end]]
     return json_response(
         {
             "object": "list",
@@ -137,7 +137,7 @@ async def _stored(
     return stored.decoded()
 
 
-def _listed(item: Item) -> Item:
+def listed(item: Item) -> Item:
     """An input item as OpenAI lists it: a message's text as a list of parts."""
     if item.get("type", "message") != "message" or not isinstance(item.get("content"), str):
         return item
