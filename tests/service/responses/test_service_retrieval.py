@@ -302,3 +302,18 @@ def test_a_response_the_client_did_not_store_is_not_found(
 
     with pytest.raises(openai.NotFoundError):
         stored_proxy.client.responses.retrieve(response.id)
+
+
+def test_replicas_sharing_redis_read_back_and_delete_each_others_responses(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, redis_url: str
+) -> None:
+    answering, reading = (start_proxy(response_store_url=redis_url) for _ in range(2))
+    upstream.script(Reply("Let me check. ", WEATHER_CALL["json-mix"]))
+    events = created_events(answering, input=QUESTION, tools=[WEATHER_FUNCTION])
+    response_id = events[0]["response"]["id"]
+
+    assert without_deltas(replayed_events(reading, response_id)) == without_deltas(events)
+    assert reading.client.responses.input_items.list(response_id).data[0].type == "message"
+    reading.client.responses.delete(response_id)
+    with pytest.raises(openai.NotFoundError):
+        answering.client.responses.retrieve(response_id)
