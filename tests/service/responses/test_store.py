@@ -5,7 +5,9 @@ a lookup and a logged, counted error for a write."""
 
 from __future__ import annotations
 
+import gc
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -256,3 +258,27 @@ async def test_a_redis_that_does_not_answer_is_a_503_for_lookups_and_a_counted_e
 
     assert (raised.value.status, raised.value.code) == (503, "store_unavailable")
     assert event_count(metrics, "error") == 2
+
+
+@pytest.mark.anyio
+async def test_the_memory_store_takes_about_the_bytes_its_budget_counts(
+    metrics: ProxyMetrics,
+) -> None:
+    limits = StoreLimits(max_responses=1000, max_bytes=10**8, ttl_seconds=TTL)
+    store = MemoryStore(limits, metrics)
+    question = {**QUESTION, "content": "x" * 1000}
+    entries = 200
+    size = Entry.of(reply("resp_0", ANSWER), [question], []).size
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(entries):
+            await store.put(ALICE, reply(f"resp_{number}", ANSWER), [question], [])
+        gc.collect()
+        taken = (tracemalloc.get_traced_memory()[0] - before) / entries
+    finally:
+        tracemalloc.stop()
+
+    # The serialized values, and the bookkeeping of an entry and its one item.
+    assert taken < 1.5 * size, (taken, size)
