@@ -37,7 +37,17 @@ from .observability import (
     use_stderr_unless_configured,
 )
 from .passthrough import forward, list_models, upstream_ready
-from .responses import ResponseStore, create_response, opened_store
+from .responses import (
+    ResponseStore,
+    cancel_response,
+    compact_conversation,
+    count_input_tokens,
+    create_response,
+    delete_response,
+    list_input_items,
+    opened_store,
+    retrieve_response,
+)
 from .server_limits import InFlightLimit
 from .settings import DEMO_MOUNT_PATH, Settings
 from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
@@ -145,6 +155,41 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/responses")
     async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
         return await create_response(request, _context(request), _store(request), owner)
+
+    @app.post("/v1/responses/input_tokens")
+    async def responses_input_tokens(
+        request: Request, owner: str = Depends(client_keys)
+    ) -> Response:
+        return await count_input_tokens(request, _context(request), _store(request), owner)
+
+    @app.post("/v1/responses/compact")
+    async def responses_compact(request: Request, owner: str = Depends(client_keys)) -> Response:
+        return await compact_conversation(request, _context(request), _store(request), owner)
+
+    @app.get("/v1/responses/{response_id}")
+    async def stored_response(
+        request: Request, response_id: str, owner: str = Depends(client_keys)
+    ) -> Response:
+        settings = _context(request).settings
+        return await retrieve_response(request, settings, _store(request), owner, response_id)
+
+    @app.delete("/v1/responses/{response_id}")
+    async def deleted_response(
+        request: Request, response_id: str, owner: str = Depends(client_keys)
+    ) -> Response:
+        return await delete_response(_store(request), owner, response_id)
+
+    @app.get("/v1/responses/{response_id}/input_items")
+    async def response_input_items(
+        request: Request, response_id: str, owner: str = Depends(client_keys)
+    ) -> Response:
+        return await list_input_items(request, _store(request), owner, response_id)
+
+    @app.post("/v1/responses/{response_id}/cancel")
+    async def cancelled_response(
+        request: Request, response_id: str, owner: str = Depends(client_keys)
+    ) -> Response:
+        return await cancel_response(_store(request), owner, response_id)
 
     @app.post(MESSAGES_PATH, dependencies=client_key)
     async def messages(request: Request) -> Response:

@@ -28,6 +28,7 @@ ROUTE_BY_PATH = {
     "/v1/responses": "responses",
     "/v1/messages": "messages",
     "/v1/messages/count_tokens": "count_tokens",
+    "/v1/responses/input_tokens": "count_tokens",
     "/v1/models": "models",
     "/healthz": "probe",
     "/readyz": "probe",
@@ -40,6 +41,7 @@ ROUTE_BY_METHOD = {
     "countTokens": "count_tokens",
 }
 ROUTE_BY_PREFIX = (
+    ("/v1/responses/", "responses"),  # a stored response read back, and the like
     ("/v1beta/models", "models"),
     ("/v1/", "passthrough"),
     ("/demo/", "demo"),

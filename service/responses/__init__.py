@@ -1,11 +1,24 @@
-"""`POST /v1/responses`: the Responses API translated onto the chat machinery, its events,
-and the store of earlier responses that `previous_response_id` and `item_reference` read
-(in memory, or on Redis for replicas)."""
+"""The Responses API translated onto the chat machinery: `POST /v1/responses`, its events,
+the store of earlier responses that `previous_response_id` and `item_reference` read (in
+memory, or on Redis for replicas), the endpoints that read a stored response back, and
+compaction."""
 
 from __future__ import annotations
 
-from .api import create_response
+from .api import count_input_tokens, create_response
+from .compaction import compact_conversation
+from .retrieval import cancel_response, delete_response, list_input_items, retrieve_response
 from .store import ResponseStore
 from .store_setup import opened_store
 
-__all__ = ["ResponseStore", "create_response", "opened_store"]
+__all__ = [
+    "ResponseStore",
+    "cancel_response",
+    "compact_conversation",
+    "count_input_tokens",
+    "create_response",
+    "delete_response",
+    "list_input_items",
+    "opened_store",
+    "retrieve_response",
+]

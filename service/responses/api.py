@@ -2,7 +2,7 @@
 engine's chat request, the engine answers it (rendering, parsing, forced calls, metrics and
 trace as for chat completions), and its events are written as a `response` or the Responses
 event stream, which is kept in the store once it ended well. The upstream only ever sees
-chat completions."""
+chat completions. `POST /v1/responses/input_tokens` reads the same body and asks nothing."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..context import ProxyContext
-from ..exchange import ChatExchange, respond
-from ..wire import read_limited
+from ..exchange import ChatExchange, estimated_prompt_tokens, respond
+from ..wire import json_response, read_limited
 from .events import ResponseWriter
-from .request import parse_responses_request
+from .request import ResponsesRequest, parse_responses_request
+from .retrieval import identified
 from .store import ResponseStore
 
 
@@ -21,9 +22,7 @@ async def create_response(
     request: Request, context: ProxyContext, store: ResponseStore, owner: str
 ) -> Response:
     """`POST /v1/responses` from the client whose key `owner` names."""
-    limit = context.settings.max_request_bytes
-    raw = await read_limited(request, limit)
-    asked = await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)
+    asked = await responses_request(request, context, store, owner)
     exchange = ChatExchange(
         request, context, asked.chat, dropped=asked.tools.dropped, held_whole=True
     )
@@ -33,8 +32,26 @@ async def create_response(
 
     async def stored() -> None:
         if asked.store:
-            conversation = (*asked.inputs, *writer.output)
-            indexed = (*asked.referenced, *writer.output)
-            await store.put(owner, writer.whole()["id"], conversation, indexed)
+            await store.put(owner, writer.whole(), identified(asked.inputs), asked.referenced)
 
     return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)
+
+
+async def count_input_tokens(
+    request: Request, context: ProxyContext, store: ResponseStore, owner: str
+) -> Response:
+    """`POST /v1/responses/input_tokens`: the estimate for the prompt the upstream would be
+    sent for the same body to `POST /v1/responses`, the earlier responses it names included
+    (see the engine's `tokens.py`); the upstream is asked nothing."""
+    asked = await responses_request(request, context, store, owner)
+    tokens = estimated_prompt_tokens(ChatExchange(request, context, asked.chat).upstream_body)
+    return json_response({"object": "response.input_tokens", "input_tokens": tokens})
+
+
+async def responses_request(
+    request: Request, context: ProxyContext, store: ResponseStore, owner: str
+) -> ResponsesRequest:
+    """The client's body read and checked, what it names found among `owner`'s responses."""
+    limit = context.settings.max_request_bytes
+    raw = await read_limited(request, limit)
+    return await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)

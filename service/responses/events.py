@@ -8,7 +8,7 @@ import io
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +93,7 @@ class ResponseWriter(EventWriter):
         self._open_text = io.StringIO()
         self._calls: dict[int, Item] = {}  # chat tool-call index -> its call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
+        self._item_id: Callable[[str], str] = new_id  # a new item's id, from its prefix
         self._response: dict[str, Any] = {
             "id": new_id("resp"),
             "object": "response",
@@ -115,6 +116,16 @@ class ResponseWriter(EventWriter):
             "user": request_body.get("user"),
             "usage": None,
         }
+
+    @classmethod
+    def replaying(cls, response: dict[str, Any], tools: ResponsesTools) -> ResponseWriter:
+        """A writer that streams `response`, answered earlier, again: its fields, its id and
+        time, and its items' ids, in order, as they were (see `replay.py`)."""
+        writer = cls(response, model=response["model"], stream=True, tools=tools)
+        writer._response.update(id=response["id"], created_at=response["created_at"])
+        ids = iter([item["id"] for item in response["output"]])
+        writer._item_id = lambda prefix: next(ids)
+        return writer
 
     def whole(self) -> dict[str, Any]:
         """The response, as it stands (whole once the answer ended)."""
@@ -162,10 +173,10 @@ class ResponseWriter(EventWriter):
         part: dict[str, Any]
         if kind == "message":
             part = {"type": "output_text", "text": "", "annotations": []}
-            item: Item = {"id": new_id("msg"), "type": "message", "role": "assistant"}
+            item: Item = {"id": self._item_id("msg"), "type": "message", "role": "assistant"}
         else:
             part = {"type": "reasoning_text", "text": ""}
-            item = {"id": new_id("rs"), "type": "reasoning", "summary": []}
+            item = {"id": self._item_id("rs"), "type": "reasoning", "summary": []}
         item.update(status="in_progress", content=[])
         events += self._add(item)
         item["content"].append(part)
@@ -195,7 +206,7 @@ class ResponseWriter(EventWriter):
         """A new output item for the model's call, of the type its tool's kind calls for."""
         tool = self._tools.client_tool(model_name, custom=custom)
         call = CALL_ITEMS[tool.kind]
-        item: Item = {"id": new_id(call.prefix), "type": call.type, "status": "in_progress"}
+        item: Item = {"id": self._item_id(call.prefix), "type": call.type, "status": "in_progress"}
         item["call_id"] = call_id
         if tool.kind == TOOL_SEARCH:
             item.update(execution="client", arguments={})

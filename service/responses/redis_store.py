@@ -7,8 +7,8 @@ Keys, under PREFIX (`<owner>:<response id>` is an entry's member name):
 
 - `order`: sorted set of members, scored by the time stored (ms): the oldest first;
 - `sizes`: hash member -> the entry's size, and `bytes`: their sum;
-- `r:<owner>:<response id>`: hash `c` the conversation, `t` the time stored, `i` the keys of
-  the items it indexed;
+- `r:<owner>:<response id>`: hash `c` the conversation, `w` the response (its output given
+  as a count, see `store.Entry`), `t` the time stored, `i` the keys of the items it indexed;
 - `i:<owner>:<item id>`: hash `v` the item, `t` the time stored, `r` the member holding it.
 
 Entries and items also expire on their own (PEXPIRE), so a server nobody writes to empties.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
@@ -25,21 +26,17 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from ..observability import ProxyMetrics
-from .store import Clock, Entry, Found, ResponseStore, StoreLimits, StoreUnavailable
+from .store import Clock, Entry, Found, ResponseStore, Stored, StoreLimits, StoreUnavailable
 
 PREFIX = "toolcall-proxy:responses:"
 # A command on a pooled connection that Redis closed (it restarted) fails once, then goes
 # again on a new connection; with no wait between, so a server that is down fails fast.
 RETRIES = 1
 
-# KEYS: order, sizes, bytes, the entry's key, its items' keys.
-# ARGV: member, now (ms), ttl (ms), max bytes, max entries, size, conversation, PREFIX, the
-# items (in the order of their keys). Returns how many entries were dropped to make room.
-PUT_SCRIPT = """
-local order, sizes, total, entry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local member, now, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local max_bytes, max_entries, size = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local prefix = ARGV[8]
+# What both scripts begin with. KEYS[1..3]: order, sizes, bytes; ARGV[1]: PREFIX. `drop`
+# forgets an entry (its member name) and what it alone holds.
+DROP = """
+local order, sizes, total, prefix = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 
 local function drop(gone)
   local key = prefix .. 'r:' .. gone
@@ -55,6 +52,18 @@ local function drop(gone)
   redis.call('HDEL', sizes, gone)
   redis.call('ZREM', order, gone)
 end
+"""
+
+# KEYS: order, sizes, bytes, the entry's key, its items' keys.
+# ARGV: PREFIX, member, now (ms), ttl (ms), max bytes, max entries, size, conversation,
+# response, the items (in the order of their keys). Returns how many entries were dropped to
+# make room.
+PUT_SCRIPT = (
+    DROP
+    + """
+local entry, member = KEYS[4], ARGV[2]
+local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+local max_bytes, max_entries, size = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
 for _, gone in ipairs(redis.call('ZRANGEBYSCORE', order, '-inf', now - ttl)) do drop(gone) end
 local evicted = 0
@@ -65,17 +74,32 @@ while redis.call('ZCARD', order) > 0 and (redis.call('ZCARD', order) >= max_entr
 end
 local items = {}
 for index = 5, #KEYS do
-  redis.call('HSET', KEYS[index], 'v', ARGV[index + 4], 't', now, 'r', member)
+  redis.call('HSET', KEYS[index], 'v', ARGV[index + 5], 't', now, 'r', member)
   redis.call('PEXPIRE', KEYS[index], ttl)
   items[#items + 1] = KEYS[index]
 end
-redis.call('HSET', entry, 'c', ARGV[7], 't', now, 'i', table.concat(items, ' '))
+redis.call('HSET', entry, 'c', ARGV[8], 'w', ARGV[9], 't', now, 'i', table.concat(items, ' '))
 redis.call('PEXPIRE', entry, ttl)
 redis.call('ZADD', order, now, member)
 redis.call('HSET', sizes, member, size)
 redis.call('INCRBY', total, size)
 return evicted
 """
+)
+
+# KEYS: order, sizes, bytes, the entry's key. ARGV: PREFIX, member, the oldest time (ms) an
+# entry still alive was stored after. Returns 1 if a live entry was dropped, else 0 (an
+# expired one is dropped all the same).
+DELETE_SCRIPT = (
+    DROP
+    + """
+local stored = redis.call('HGET', KEYS[4], 't')
+local live = stored and tonumber(stored) > tonumber(ARGV[3])
+if redis.call('ZSCORE', order, ARGV[2]) then drop(ARGV[2]) end
+if live then return 1 end
+return 0
+"""
+)
 
 
 class RedisStore(ResponseStore):
@@ -108,11 +132,12 @@ class RedisStore(ResponseStore):
         )
         self._redis = Redis(connection_pool=pool)
         self._put_script = self._redis.register_script(PUT_SCRIPT)
+        self._delete_script = self._redis.register_script(DELETE_SCRIPT)
 
     async def _lookup(
         self, owner: str, response_id: str | None, item_ids: Sequence[str], now: float
     ) -> Found:
-        oldest = _ms(now - self.limits.ttl_seconds)  # stored at or before: expired
+        oldest = self._oldest(now)
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
                 if response_id is not None:
@@ -135,24 +160,46 @@ class RedisStore(ResponseStore):
         }
         return Found(conversation, items)
 
+    async def _response(self, owner: str, response_id: str, now: float) -> Stored | None:
+        try:
+            # bytes or None: the client decodes nothing (its pool is made without decoding).
+            answer: list[Any] = await self._redis.hmget(
+                _entry_key(owner, response_id), "c", "w", "t"
+            )
+        except RedisError as error:
+            raise StoreUnavailable(str(error)) from error
+        conversation, response, stored_at = answer
+        # An entry without its response (`w`) was stored before responses were kept: for
+        # the rest of its age only its conversation can be named.
+        if conversation is None or response is None or int(stored_at or 0) <= self._oldest(now):
+            return None
+        return Stored(conversation, response)
+
+    async def _delete(self, owner: str, response_id: str, now: float) -> bool:
+        keys = [*_bookkeeping_keys(), _entry_key(owner, response_id)]
+        arguments: list[str | int] = [PREFIX, _member(owner, response_id), self._oldest(now)]
+        try:
+            return bool(await self._delete_script(keys=keys, args=arguments))
+        except RedisError as error:
+            raise StoreUnavailable(str(error)) from error
+
     async def _put(self, owner: str, response_id: str, entry: Entry, now: float) -> int:
         keys = [
-            PREFIX + "order",
-            PREFIX + "sizes",
-            PREFIX + "bytes",
+            *_bookkeeping_keys(),
             _entry_key(owner, response_id),
             *(_item_key(owner, item_id) for item_id in entry.items),
         ]
         limits = self.limits
         arguments: list[bytes | str | int] = [
-            f"{owner}:{response_id}",
+            PREFIX,
+            _member(owner, response_id),
             _ms(now),
             _ms(limits.ttl_seconds),
             limits.max_bytes,
             limits.max_responses,
             entry.size,
             entry.conversation,
-            PREFIX,
+            entry.response,
             *entry.items.values(),
         ]
         try:
@@ -160,6 +207,10 @@ class RedisStore(ResponseStore):
         except RedisError as error:
             raise StoreUnavailable(str(error)) from error
         return int(evicted)
+
+    def _oldest(self, now: float) -> int:
+        """The time (ms) an entry stored at or before has expired."""
+        return _ms(now - self.limits.ttl_seconds)
 
     async def ready(self) -> bool:
         try:
@@ -173,6 +224,14 @@ class RedisStore(ResponseStore):
 
 def _ms(seconds: float) -> int:
     return int(seconds * 1000)
+
+
+def _bookkeeping_keys() -> list[str]:
+    return [PREFIX + "order", PREFIX + "sizes", PREFIX + "bytes"]
+
+
+def _member(owner: str, response_id: str) -> str:
+    return f"{owner}:{response_id}"
 
 
 def _entry_key(owner: str, response_id: str) -> str:

@@ -13,6 +13,7 @@ from ..exchange import ChatRequest, checked_chat_request, decoded_body, invalid
 from ..settings import HostedTools
 from ..wire import ProxyError, json_value
 from .store import Found, Item, ResponseStore
+from .summary import COMPACTION, checked_compaction, summary_message
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools, responses_tools
 
 # Fields copied to the chat body under the same name.
@@ -94,7 +95,7 @@ async def parse_responses_request(
     referenced = tuple(
         item for item, asked in zip(resolved, given, strict=True) if asked is not item
     )  # what the references resolved to
-    tools = responses_tools(body.get("tools"), hosted_tools, loaded=_loaded_tools(inputs))
+    tools = responses_tools(body.get("tools"), hosted_tools, loaded=loaded_tools(inputs))
     messages = _instruction_messages(body.get("instructions")) + chat_messages(inputs, tools)
     chat: dict[str, Any] = {key: body[key] for key in SHARED_FIELDS if key in body}
     if not messages:
@@ -185,6 +186,8 @@ def _check_item(item: Item, param: str) -> None:
         elif kind in CALL_OUTPUTS.values() and not isinstance(output := item.get("output"), str):
             for index, part in enumerate(_parts(output, param)):
                 _chat_part(part, f"{param}.output[{index}]")
+    elif kind == COMPACTION:
+        checked_compaction(item, param)
     elif kind not in IGNORED_ITEMS:
         raise invalid(f"input items of type {kind!r} are not supported", param, "unsupported")
 
@@ -223,10 +226,12 @@ def chat_messages(items: Sequence[Item], tools: ResponsesTools) -> list[dict[str
         elif kind in CALL_OUTPUTS.values():
             content = _output_content(item, tools)
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": content})
+        elif kind == COMPACTION:
+            messages.append(summary_message(item))
     return messages
 
 
-def _loaded_tools(items: Sequence[Item]) -> list[Any]:
+def loaded_tools(items: Sequence[Item]) -> list[Any]:
     """The tools the client's tool searches loaded: callable from then on, as on OpenAI."""
     return [
         tool

@@ -1,9 +1,11 @@
 """Earlier Responses-API answers kept so that a later request can name them:
-`previous_response_id` for a whole conversation, `item_reference` for one item.
+`previous_response_id` for a whole conversation, `item_reference` for one item, and the
+response itself for `GET /v1/responses/{id}` and the endpoints beside it.
 
 An entry is one response: its whole conversation (input items with references resolved,
 then its output), kept as one serialized JSON value so that it stands alone (no older entry
-has to outlive it), plus the proxy's own output items by id, each serialized on its own so
+has to outlive it); the response object, whose output is the conversation's last items and
+is not kept twice; and the proxy's own output items by id, each serialized on its own so
 that a reference costs one item. Every entry belongs to an owner (the client key that made
 it, as app.py names it); a lookup by another owner finds nothing, exactly as for an id never
 stored. Entries are bounded in count, in age and in serialized bytes; the oldest go first.
@@ -18,15 +20,16 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..observability import ProxyMetrics, StoreEvent
-from ..wire import SERVER_ERROR, ProxyError, json_bytes
+from ..wire import SERVER_ERROR, ProxyError, json_bytes, json_value
 
 Item = dict[str, Any]
 Clock = Callable[[], float]  # seconds
+Answer = TypeVar("Answer")
 logger = logging.getLogger(__name__)
 
 
@@ -39,20 +42,42 @@ class StoreLimits:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A response as it is stored: its conversation and its indexed items, serialized."""
+    """A response as it is stored, serialized: its conversation, the response with its
+    `output` written as the number of the conversation's last items that are its output
+    (they are not kept twice), and its indexed items."""
 
     conversation: bytes
+    response: bytes
     items: dict[str, bytes]  # item id -> the item
 
     @classmethod
-    def of(cls, conversation: Sequence[Item], indexed: Sequence[Item]) -> Entry:
-        items = {item["id"]: json_bytes(item) for item in indexed}
-        return cls(json_bytes(list(conversation)), items)
+    def of(cls, response: Item, inputs: Sequence[Item], referenced: Sequence[Item]) -> Entry:
+        """The entry of `response`, answered to `inputs` (the whole conversation before it);
+        its output items are indexed, and so are the earlier output items its request
+        `referenced`."""
+        output = response["output"]
+        items = {item["id"]: json_bytes(item) for item in (*referenced, *output)}
+        kept = {**response, "output": len(output)}
+        return cls(json_bytes([*inputs, *output]), json_bytes(kept), items)
 
     @property
     def size(self) -> int:
         """What the byte budget counts: the serialized values."""
-        return len(self.conversation) + sum(map(len, self.items.values()))
+        return len(self.conversation) + len(self.response) + sum(map(len, self.items.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A stored response as it was kept, still serialized (see `Entry`)."""
+
+    conversation: bytes
+    response: bytes
+
+    def decoded(self) -> tuple[Item, list[Item]]:
+        """The response, its output in it, and the input items it answered."""
+        response, conversation = json_value(self.response), json_value(self.conversation)
+        inputs = len(conversation) - response["output"]
+        return {**response, "output": conversation[inputs:]}, conversation[:inputs]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +108,13 @@ def store_unavailable() -> ProxyError:
 
 
 class ResponseStore(ABC):
-    """What the Responses endpoint uses; the backends implement `_lookup` and `_put`.
+    """What the Responses endpoints use; the backends implement the methods that begin with
+    an underscore.
 
     >>> found = await store.lookup(owner, "resp_1", ["msg_1"])
-    >>> await store.put(owner, "resp_2", conversation, indexed=outputs)
+    >>> await store.put(owner, response, inputs, referenced)
+    >>> stored = await store.response(owner, "resp_2")
+    >>> await store.delete(owner, "resp_2")
     """
 
     backend: ClassVar[str]
@@ -100,24 +128,29 @@ class ResponseStore(ABC):
         """The named response's conversation and the named items, if `owner` stored them and
         they are still kept. Raises a 503 `ProxyError` when the backend does not answer."""
         item_ids = list(dict.fromkeys(item_ids))  # an item named twice is looked up once
-        try:
-            found = await self._lookup(owner, response_id, item_ids, self._clock())
-        except StoreUnavailable:
-            self._events.labels(StoreEvent.ERROR).inc()
-            raise store_unavailable() from None
+        found = await self._asked(self._lookup(owner, response_id, item_ids, self._clock()))
         named = (response_id is not None) + len(item_ids)
-        hits = (found.conversation is not None) + len(found.items)
-        self._events.labels(StoreEvent.HIT).inc(hits)
-        self._events.labels(StoreEvent.MISS).inc(named - hits)
+        self._counted((found.conversation is not None) + len(found.items), named)
         return found
 
+    async def response(self, owner: str, response_id: str) -> Stored | None:
+        """The response `owner` stored as `response_id`, if it is still kept (see `lookup`)."""
+        stored = await self._asked(self._response(owner, response_id, self._clock()))
+        self._counted(stored is not None, 1)
+        return stored
+
+    async def delete(self, owner: str, response_id: str) -> bool:
+        """Forget the response `owner` stored as `response_id`, and the items only it holds;
+        False when there was none to forget (see `lookup`)."""
+        return await self._asked(self._delete(owner, response_id, self._clock()))
+
     async def put(
-        self, owner: str, response_id: str, conversation: Sequence[Item], indexed: Sequence[Item]
+        self, owner: str, response: Item, inputs: Sequence[Item], referenced: Sequence[Item]
     ) -> None:
-        """Keep a response: its whole conversation, and `indexed` (the proxy's own output
-        items among it) findable by id. The answer has been made by now, so a backend that
-        fails here is logged and counted, never the client's error."""
-        entry = Entry.of(conversation, indexed)
+        """Keep `response` (see `Entry.of`). The answer has been made by now, so a backend
+        that fails here is logged and counted, never the client's error."""
+        entry = Entry.of(response, inputs, referenced)
+        response_id = response["id"]
         if self.limits.max_responses == 0 or entry.size > self.limits.max_bytes:
             return  # keeping it would mean evicting everything, and it still would not fit
         try:
@@ -129,10 +162,28 @@ class ResponseStore(ABC):
         self._events.labels(StoreEvent.STORED).inc()
         self._events.labels(StoreEvent.EVICTED).inc(evicted)
 
+    async def _asked(self, asking: Awaitable[Answer]) -> Answer:
+        """The backend's answer; a 503 `ProxyError` when it does not answer."""
+        try:
+            return await asking
+        except StoreUnavailable:
+            self._events.labels(StoreEvent.ERROR).inc()
+            raise store_unavailable() from None
+
+    def _counted(self, hits: int, named: int) -> None:
+        self._events.labels(StoreEvent.HIT).inc(hits)
+        self._events.labels(StoreEvent.MISS).inc(named - hits)
+
     @abstractmethod
     async def _lookup(
         self, owner: str, response_id: str | None, item_ids: Sequence[str], now: float
     ) -> Found: ...
+
+    @abstractmethod
+    async def _response(self, owner: str, response_id: str, now: float) -> Stored | None: ...
+
+    @abstractmethod
+    async def _delete(self, owner: str, response_id: str, now: float) -> bool: ...
 
     @abstractmethod
     async def _put(self, owner: str, response_id: str, entry: Entry, now: float) -> int:
@@ -148,7 +199,7 @@ class ResponseStore(ABC):
 class _Kept:
     stored_at: float
     size: int
-    conversation: bytes
+    stored: Stored
     item_ids: tuple[str, ...]
 
 
@@ -177,7 +228,19 @@ class MemoryStore(ResponseStore):
             for item_id in item_ids
             if (owner, item_id) in self._items
         }
-        return Found(None if kept is None else kept.conversation, items)
+        return Found(None if kept is None else kept.stored.conversation, items)
+
+    async def _response(self, owner: str, response_id: str, now: float) -> Stored | None:
+        self._expire(now)
+        kept = self._entries.get((owner, response_id))
+        return None if kept is None else kept.stored
+
+    async def _delete(self, owner: str, response_id: str, now: float) -> bool:
+        self._expire(now)
+        if (owner, response_id) not in self._entries:
+            return False
+        self._drop((owner, response_id))
+        return True
 
     async def _put(self, owner: str, response_id: str, entry: Entry, now: float) -> int:
         self._expire(now)
@@ -189,9 +252,11 @@ class MemoryStore(ResponseStore):
             self._drop(next(iter(self._entries)))
             evicted += 1
         key = (owner, response_id)
-        self._entries[key] = _Kept(now, entry.size, entry.conversation, tuple(entry.items))
+        stored = Stored(_exact(entry.conversation), _exact(entry.response))
+        self._entries[key] = _Kept(now, entry.size, stored, tuple(entry.items))
         for item_id, item in entry.items.items():
-            self._items[(owner, item_id)] = (key, item)  # a later entry takes the item over
+            # A later entry takes the item over.
+            self._items[(owner, item_id)] = (key, _exact(item))
         self._bytes += entry.size
         return evicted
 
@@ -214,3 +279,10 @@ class MemoryStore(ResponseStore):
             # A later entry may have taken the item over (its request named it): it stays.
             if self._items.get((owner, item_id), (None,))[0] == key:
                 del self._items[(owner, item_id)]
+
+
+def _exact(value: bytes) -> bytes:
+    """`value` in an allocation of its own size. orjson's output keeps the room its buffer
+    grew to (at least 4 KiB, about twice the size of a long value), which a value kept for
+    the store's whole TTL would hold: a 2 KB entry took 14 KB of the process's memory."""
+    return bytes(memoryview(value))

@@ -1,11 +1,13 @@
 """The Responses store, each test run on both backends (this process's memory, and a real
-Valkey server, which speaks Redis's protocol): the same owners, age, count, byte budget and
-eviction order. A Redis that does not answer is a 503 for a lookup and a logged, counted
-error for a write."""
+Valkey server, which speaks Redis's protocol): the same owners, age, count, byte budget,
+eviction order, responses read back and deleted. A Redis that does not answer is a 503 for
+a lookup and a logged, counted error for a write."""
 
 from __future__ import annotations
 
+import gc
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +26,11 @@ QUESTION = {"id": "msg_chosen_by_the_client", "type": "message", "role": "user",
 ANSWER = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
 LATER = {"id": "msg_2", "type": "message", "role": "assistant", "content": []}
 TTL = 60.0
+
+
+def reply(response_id: str, *output: dict[str, Any]) -> dict[str, Any]:
+    """A response as the store is given it, with these output items."""
+    return {"id": response_id, "object": "response", "status": "completed", "output": [*output]}
 
 
 class Clock:
@@ -90,7 +97,7 @@ async def test_a_response_and_its_items_are_found_until_their_age_passes_the_ttl
 ) -> None:
     clock = Clock()
     async with kept(clock=clock) as store:
-        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
 
         clock.now += TTL - 1
         assert await found(store, ALICE, "resp_1", "msg_1") == (
@@ -102,11 +109,63 @@ async def test_a_response_and_its_items_are_found_until_their_age_passes_the_ttl
 
 
 @pytest.mark.anyio
+async def test_a_response_is_read_back_whole_with_the_inputs_it_answered_until_its_ttl(
+    kept: Any, metrics: ProxyMetrics
+) -> None:
+    clock = Clock()
+    answered = reply("resp_2", LATER)
+    async with kept(clock=clock) as store:
+        await store.put(ALICE, answered, [QUESTION, ANSWER], [ANSWER])
+
+        stored = await store.response(ALICE, "resp_2")
+        assert stored is not None and stored.decoded() == (answered, [QUESTION, ANSWER])
+        assert await store.response(BOB, "resp_2") is None
+        assert (event_count(metrics, "hit"), event_count(metrics, "miss")) == (1, 1)
+        clock.now += TTL + 1
+        assert await store.response(ALICE, "resp_2") is None
+
+
+@pytest.mark.anyio
+async def test_a_deleted_response_is_gone_with_the_items_only_it_held_and_frees_its_bytes(
+    kept: Any, metrics: ProxyMetrics
+) -> None:
+    entry_size = Entry.of(reply("resp_1", ANSWER), [QUESTION], []).size
+    async with kept(max_bytes=2 * entry_size + 10) as store:
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
+        await store.put(ALICE, reply("resp_2", {**ANSWER, "id": "msg_2"}), [QUESTION], [])
+
+        assert not await store.delete(BOB, "resp_1")  # not Bob's to delete
+        assert await store.delete(ALICE, "resp_1")
+        assert not await store.delete(ALICE, "resp_1")
+        assert await store.response(ALICE, "resp_1") is None
+        assert await found(store, ALICE, "resp_1", "msg_1") == (None, {})
+        # Its bytes are free again: a third entry fits beside the second.
+        await store.put(ALICE, reply("resp_3", {**ANSWER, "id": "msg_3"}), [QUESTION], [])
+        assert await store.response(ALICE, "resp_2") is not None
+        assert event_count(metrics, "evicted") == 0
+
+
+@pytest.mark.anyio
+async def test_an_item_a_later_response_named_outlives_the_deletion_of_the_one_that_made_it(
+    kept: Any,
+) -> None:
+    async with kept() as store:
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
+        await store.put(ALICE, reply("resp_2", LATER), [QUESTION, ANSWER], [ANSWER])
+
+        assert await store.delete(ALICE, "resp_1")
+        assert await found(store, ALICE, "resp_2", "msg_1") == (
+            [QUESTION, ANSWER, LATER],
+            {"msg_1": ANSWER},
+        )
+
+
+@pytest.mark.anyio
 async def test_another_owner_finds_nothing_as_if_it_had_never_been_stored(
     kept: Any, metrics: ProxyMetrics
 ) -> None:
     async with kept() as store:
-        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
 
         assert await found(store, BOB, "resp_1", "msg_1") == (None, {})
         assert await found(store, BOB, "resp_never", "msg_never") == (None, {})
@@ -119,7 +178,7 @@ async def test_another_owner_finds_nothing_as_if_it_had_never_been_stored(
 async def test_only_the_items_given_as_indexed_are_found_by_id(kept: Any) -> None:
     async with kept() as store:
         # The client chose its question's id: naming it later must not find it.
-        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
 
         assert await found(store, ALICE, "resp_1", QUESTION["id"], "msg_1") == (
             [QUESTION, ANSWER],
@@ -131,11 +190,11 @@ async def test_only_the_items_given_as_indexed_are_found_by_id(kept: Any) -> Non
 async def test_the_byte_budget_counts_serialized_entries_and_evicts_the_oldest_first(
     kept: Any, metrics: ProxyMetrics
 ) -> None:
-    entry_size = Entry.of([QUESTION, ANSWER], [ANSWER]).size
+    entry_size = Entry.of(reply("resp_1", ANSWER), [QUESTION], []).size
     async with kept(max_bytes=2 * entry_size) as store:
         for number in (1, 2, 3):
             answer = {**ANSWER, "id": f"msg_{number}"}
-            await store.put(ALICE, f"resp_{number}", [QUESTION, answer], [answer])
+            await store.put(ALICE, reply(f"resp_{number}", answer), [QUESTION], [])
 
         assert await found(store, ALICE, "resp_1", "msg_1") == (None, {})
         for number in (2, 3):
@@ -149,10 +208,10 @@ async def test_an_item_a_later_response_named_outlives_the_response_that_made_it
     kept: Any,
 ) -> None:
     async with kept(max_responses=2) as store:
-        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
         # resp_2's request named msg_1: indexed again, under resp_2.
-        await store.put(ALICE, "resp_2", [QUESTION, ANSWER, LATER], [ANSWER, LATER])
-        await store.put(ALICE, "resp_3", [QUESTION], [])
+        await store.put(ALICE, reply("resp_2", LATER), [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_3"), [QUESTION], [])
 
         assert await found(store, ALICE, "resp_1", "msg_1", "msg_2") == (
             None,
@@ -164,10 +223,10 @@ async def test_an_item_a_later_response_named_outlives_the_response_that_made_it
 async def test_an_entry_past_the_whole_budget_is_not_kept_and_evicts_nothing(
     kept: Any, metrics: ProxyMetrics
 ) -> None:
-    small = Entry.of([QUESTION], []).size
+    small = Entry.of(reply("resp_small"), [QUESTION], []).size
     async with kept(max_bytes=small + 1) as store:
-        await store.put(ALICE, "resp_small", [QUESTION], [])
-        await store.put(ALICE, "resp_large", [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_small"), [QUESTION], [])
+        await store.put(ALICE, reply("resp_large", ANSWER), [QUESTION], [])
 
         assert (await found(store, ALICE, "resp_small"))[0] == [QUESTION]
         assert await found(store, ALICE, "resp_large", "msg_1") == (None, {})
@@ -177,7 +236,7 @@ async def test_an_entry_past_the_whole_budget_is_not_kept_and_evicts_nothing(
 @pytest.mark.anyio
 async def test_size_zero_keeps_nothing(kept: Any) -> None:
     async with kept(max_responses=0) as store:
-        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])
 
         assert await found(store, ALICE, "resp_1", "msg_1") == (None, {})
 
@@ -190,7 +249,7 @@ async def test_a_redis_that_does_not_answer_is_a_503_for_lookups_and_a_counted_e
     nobody = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     store = RedisStore(nobody, limits, metrics, timeout=HUNG_AFTER_SECONDS, max_connections=4)
     try:
-        await store.put(ALICE, "resp_1", [QUESTION, ANSWER], [ANSWER])  # logged, not raised
+        await store.put(ALICE, reply("resp_1", ANSWER), [QUESTION], [])  # logged, not raised
         with pytest.raises(ProxyError) as raised:
             await store.lookup(ALICE, "resp_1", ["msg_1"])
         assert not await store.ready()
@@ -199,3 +258,27 @@ async def test_a_redis_that_does_not_answer_is_a_503_for_lookups_and_a_counted_e
 
     assert (raised.value.status, raised.value.code) == (503, "store_unavailable")
     assert event_count(metrics, "error") == 2
+
+
+@pytest.mark.anyio
+async def test_the_memory_store_takes_about_the_bytes_its_budget_counts(
+    metrics: ProxyMetrics,
+) -> None:
+    limits = StoreLimits(max_responses=1000, max_bytes=10**8, ttl_seconds=TTL)
+    store = MemoryStore(limits, metrics)
+    question = {**QUESTION, "content": "x" * 1000}
+    entries = 200
+    size = Entry.of(reply("resp_0", ANSWER), [question], []).size
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(entries):
+            await store.put(ALICE, reply(f"resp_{number}", ANSWER), [question], [])
+        gc.collect()
+        taken = (tracemalloc.get_traced_memory()[0] - before) / entries
+    finally:
+        tracemalloc.stop()
+
+    # The serialized values, and the bookkeeping of an entry and its one item.
+    assert taken < 1.5 * size, (taken, size)
