@@ -1,6 +1,6 @@
 """A whole (non-streamed) answer as the engine's events: each choice's text parsed at once
 (`feed(all); finish()`, the same parser as a stream's), its calls checked before anything
-is sent (and asked for again: `call_check.py`), and its deltas given in the order its
+is sent (and asked for again: `repair.py`), and its deltas given in the order its
 message is read: reasoning, content, then each call."""
 
 from __future__ import annotations
