@@ -27,6 +27,7 @@ from .formats.forced_call import (
 )
 from .formats.free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
 from .lenient.relaxed_json import RelaxedParseBudget, parse_relaxed_json
+from .lenient.schema_check import CheckBudget, argument_problems
 from .parts import (
     ErrorKind,
     OnError,
@@ -49,6 +50,7 @@ __all__ = [
     "FREE_FORM_INPUT",
     "SMALL_CALL_CHARS",
     "ArgumentsMode",
+    "CheckBudget",
     "ErrorKind",
     "ForcedReply",
     "FreeFormInputStream",
@@ -72,6 +74,7 @@ __all__ = [
     "ToolSpec",
     "UnknownProtocolError",
     "UnknownTools",
+    "argument_problems",
     "forced_call_schema",
     "free_form_input",
     "free_form_tool",

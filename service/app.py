@@ -68,6 +68,7 @@ def build_router(settings: Settings) -> Router:
         api_key=settings.upstream_api_key,
         native_tools=settings.upstream_native_tools,
         structured_output=settings.upstream_structured_output,
+        call_repair_retries=settings.call_repair_retries,
     )
     routes = {} if settings.routes_file is None else load_routes(settings.routes_file, default)
     return Router(default, routes)

@@ -61,6 +61,10 @@ DEFAULT_PROTOCOL = "json-mix"
 # write the call when told; a second refusal is the model's answer, not a slip, and each
 # retry costs a whole upstream answer.
 DEFAULT_FORCED_CALL_RETRIES = 1
+# A call whose arguments do not follow its tool's schema is shown its problems and asked for
+# once more: told what is missing or wrong, a model mostly fixes it; a second failure costs
+# a whole upstream answer more and is sent as written, for the tool to reject.
+DEFAULT_CALL_REPAIR_RETRIES = 1
 # Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
 # own embedded demo upstream over loopback instead.
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})
@@ -180,6 +184,11 @@ class Settings(BaseSettings):
         default=DEFAULT_FORCED_CALL_RETRIES,
         ge=0,
         description="times a forced call that did not come is asked for again",
+    )
+    call_repair_retries: int = Field(
+        default=DEFAULT_CALL_REPAIR_RETRIES,
+        ge=0,
+        description="times an answer whose calls fail their schema is asked for again",
     )
     metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"

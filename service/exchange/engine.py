@@ -1,17 +1,24 @@
 """One chat exchange with the upstream, whichever front door it serves: the request's route
 chosen and its body rewritten, then the answer, as the engine's events, from a parsed stream,
-a parsed whole answer, or one forced call; or, with nothing to parse, relayed byte for byte."""
+a parsed whole answer, or one forced call; or, with nothing to parse, relayed byte for byte.
+
+A whole answer or a forced call may be asked for again (a forced call that did not come, a
+call that fails its tool's schema), always within the request's one deadline,
+UPSTREAM_TOTAL_TIMEOUT from its first upstream request: another answer is asked for only
+while the time left is at least what the last one took."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
-from protocols import Protocol, ToolSpec
+from protocols import CheckBudget, ForcedReply, Part, Protocol, ToolSpec
 
 from ..context import ProxyContext
 from ..observability import (
@@ -23,10 +30,12 @@ from ..observability import (
 )
 from ..upstream import UpstreamStream, checked_answer, relayed
 from ..wire import ProxyError, json_bytes, while_connected
+from .call_check import CallCheck
 from .events import Event
 from .forced import ForcedCall, forced_events
 from .hosted_tools import count_dropped_tools
 from .parsing import OutputParsing
+from .repair import CallRepair
 from .request import ChatRequest, ChoiceMode
 from .rewrite import FORCED_CHOICES, rewrite_request
 from .stream import Events, stream_events
@@ -80,6 +89,9 @@ class ChatExchange:
         self._target = context.router.target_for(model)
         self._url = self._target.chat_url
         self._held_whole = held_whole
+        self._check = CallCheck(chat.tools, chat.strict_tools)
+        self._deadline: float | None = None  # on the event loop's clock, from the first ask
+        self._last_answer_seconds = 0.0
 
     @cached_property
     def protocol(self) -> Protocol:
@@ -135,16 +147,37 @@ class ChatExchange:
             observer=observer,
             trace=trace,
             native=self._target.native_tools,
+            check=self._check,
         )
         body = json_bytes(self.upstream_body)
         if not chat.stream:
-            return Answer(whole_events(await self._answer(body), parsing), False, trace)
+            answer, parsed = await self._repaired(body, parsing)
+            return Answer(whole_events(answer, parsed, parsing), False, trace)
         stream = await self._open_stream(body)
         return Answer(stream_events(stream, parsing, n=chat.n), True, trace, stream)
 
+    async def _repaired(
+        self, body: bytes, parsing: OutputParsing
+    ) -> tuple[dict[str, Any], list[list[Part]]]:
+        """A whole answer and its choices' parts, asked for again (CALL_REPAIR_RETRIES, one
+        choice only) while its calls fail their schemas (`CallRepair`)."""
+        repair = CallRepair(parsing, self._check, self.upstream_body)
+        failed = repair.read(await self._answer(body))
+        retries = 0 if self.chat.n > 1 or parsing.native else self._target.call_repair_retries
+        counted = parsing.observer.call_repair_retry
+        for _ in range(retries):
+            if not failed:
+                break
+            answer = await self._asked_again(repair.asked_again(), counted)
+            if answer is None:
+                break
+            failed = repair.read(answer)
+        return repair.outcome()
+
     async def _forced_call(self) -> Answer:
         """Tool-choice mode: whole upstream answers, asked again (FORCED_CALL_RETRIES) while
-        they hold no call; exactly one call back, or the model's text (`ForcedCall`)."""
+        they hold no call, and (CALL_REPAIR_RETRIES) while the call fails its schema; exactly
+        one call back, or the model's text (`ForcedCall`)."""
         chat, body = self.chat, self.upstream_body
         observer, trace = self._observers(chat.tools)
         forced = ForcedCall(chat, self.protocol, body, observer, trace)
@@ -152,10 +185,56 @@ class ChatExchange:
         for _ in range(self._context.settings.forced_call_retries):
             if reply.problem is None:
                 break
-            reply = forced.read(await self._answer(json_bytes(forced.asked_again())))
+            answer = await self._asked_again(forced.asked_again(), observer.forced_call_retry)
+            if answer is None:
+                break
+            reply = forced.read(answer)
+        if reply.name is not None and reply.problem is None:
+            await self._repair_forced(forced, reply, observer)
         answer, deltas, reason = forced.outcome()
         events = forced_events(answer, deltas, reason, whole=not chat.stream)
         return Answer(events, chat.stream, trace)
+
+    async def _repair_forced(
+        self, forced: ForcedCall, reply: ForcedReply, observer: CompletionObserver
+    ) -> None:
+        """A forced call that fails its schema asked for again (CALL_REPAIR_RETRIES); the
+        reply answered with is the first whose call passes, else the first, as written."""
+        assert reply.name is not None
+        problem = self._check.problem(reply.name, reply.arguments, CheckBudget())
+        if problem is None:
+            return
+        repaired = False
+        for _ in range(self._target.call_repair_retries):
+            why = f"the arguments do not follow the schema of {reply.name} ({problem})"
+            answer = await self._asked_again(forced.asked_again(why), observer.call_repair_retry)
+            if answer is None:
+                break
+            again = forced.read(answer)
+            repaired = (
+                again.name is not None
+                and again.problem is None
+                and self._check.problem(again.name, again.arguments, CheckBudget()) is None
+            )
+            if repaired:
+                break
+            forced.withdraw()
+        observer.invalid_call(reply.name, problem, repaired=repaired)
+
+    async def _asked_again(
+        self, body: dict[str, Any] | None, counted: Callable[[], None]
+    ) -> dict[str, Any] | None:
+        """The upstream's answer to a correction (`counted` first); None when there is none
+        to send (the reply too long to echo) or the deadline leaves too little time."""
+        if body is None or not self._time_for_another_answer():
+            return None
+        counted()
+        return await self._answer(json_bytes(body))
+
+    def _time_for_another_answer(self) -> bool:
+        """Whether the request's deadline leaves as much time as its last answer took."""
+        assert self._deadline is not None, "asked again before asking"
+        return self._deadline - anyio.current_time() >= self._last_answer_seconds
 
     def _observers(
         self, tools: tuple[ToolSpec, ...]
@@ -174,10 +253,14 @@ class ChatExchange:
         """The upstream's whole JSON answer, its choices checked (a bad one counted) before
         anything reads them."""
         headers = self._context.headers_for(self._request, self._target, relay=False)
+        asked = anyio.current_time()
+        if self._deadline is None:
+            self._deadline = asked + self._context.settings.upstream_total_timeout
         asking = self._context.upstream.request_json(
-            "POST", self._url, headers=headers, content=body
+            "POST", self._url, headers=headers, content=body, timeout=self._deadline - asked
         )
         answer = await while_connected(self._request.receive, asking)
+        self._last_answer_seconds = anyio.current_time() - asked
         try:
             return checked_answer(answer, self.chat.n, calls=self._target.native_tools)
         except ProxyError:

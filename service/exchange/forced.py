@@ -25,6 +25,7 @@ from protocols import (
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
 from ..upstream import checked_envelope
+from .asking_again import corrected_body, summed_usage
 from .deltas import DeltaMapper, finish_reason
 from .events import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart, Delta, Event
 from .request import ChatRequest, content_text
@@ -32,8 +33,6 @@ from .rewrite import offered_tools
 from .whole import message_order, whole_choice_end
 
 TEXT_ID = "text"
-# Usage fields that add up over the answers one forced call took.
-USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 class ForcedCall:
@@ -41,7 +40,7 @@ class ForcedCall:
 
     >>> forced = ForcedCall(chat, protocol, body, observer, trace)
     >>> reply = forced.read(answer)  # each upstream answer, in turn
-    >>> if reply.problem: body = forced.asked_again()
+    >>> if reply.problem: body = forced.asked_again()  # None: the reply is not sent back
     >>> answer, deltas, reason = forced.outcome()
     """
 
@@ -81,19 +80,19 @@ class ForcedCall:
         self._replies.append(replies[0])
         return replies[0]
 
-    def asked_again(self) -> dict[str, Any]:
-        """The next request: the model's last reply, and what was wrong with it."""
+    def asked_again(self, problem: str | None = None) -> dict[str, Any] | None:
+        """The next request: the model's last reply, and what was wrong with it (`problem`,
+        or the reply's own); None when the reply is too long to send back."""
         reply = self._replies[-1]
-        assert reply.problem is not None
-        self._observer.forced_call_retry()
-        correction = render_forced_call_correction(reply.problem, named=self._request.named_tool)
-        messages = [
-            *self.body["messages"],
-            {"role": "assistant", "content": reply.text},
-            {"role": "user", "content": correction},
-        ]
-        self.body = {**self.body, "messages": messages}
-        return self.body
+        problem = problem or reply.problem
+        assert problem is not None
+        correction = render_forced_call_correction(problem, named=self._request.named_tool)
+        return corrected_body(self.body, reply.text, correction)
+
+    def withdraw(self) -> None:
+        """The last reply is not answered with (its call was no better than the one before):
+        the reply before it is. Its answer's usage still counts."""
+        self._replies.pop()
 
     def outcome(self) -> tuple[dict[str, Any], list[Delta], str]:
         """The answer the client gets (the first upstream answer, its usage summed over all
@@ -109,7 +108,7 @@ class ForcedCall:
             self._observer.parse_error(ParseError(kind, last.problem, last.text))
         if last.name is not None:
             parts.append(last.call())
-        usage = _summed_usage([answer.get("usage") for answer in self._answers])
+        usage = summed_usage([answer.get("usage") for answer in self._answers])
         self._observer.usage(usage)
         mapper = DeltaMapper(
             think_as_reasoning=False,
@@ -122,20 +121,6 @@ class ForcedCall:
         if usage is not None:
             answer["usage"] = usage
         return answer, deltas, finish_reason("stop", mapper)
-
-
-def _summed_usage(usages: list[Any]) -> Any:
-    """One answer's usage as it is; several answers' counts added up."""
-    if len(usages) == 1:
-        return usages[0]
-    counted = [usage for usage in usages if isinstance(usage, dict)]
-    if not counted:
-        return None
-    return {
-        key: sum(usage.get(key) or 0 for usage in counted)
-        for key in USAGE_COUNTS
-        if any(isinstance(usage.get(key), int) for usage in counted)
-    }
 
 
 def forced_events(

@@ -19,6 +19,7 @@ from protocols import (
 )
 
 from ..observability import CompletionObserver, ParserTrace, parse_traced
+from .call_check import CallCheck, CheckedParser
 from .deltas import DeltaMapper
 
 
@@ -52,6 +53,8 @@ class OutputParsing:
     # The upstream calls tools itself: its own calls are relayed, and calls left in its text
     # are rescued, each parsed whole and sent after the upstream's own when the choice ends.
     native: bool = False
+    # Each call held to its tool's schema; a streamed one's failure recorded as it ends.
+    check: CallCheck | None = None
 
     @classmethod
     def configured(
@@ -65,6 +68,7 @@ class OutputParsing:
         observer: CompletionObserver,
         trace: ParserTrace | None = None,
         native: bool = False,
+        check: CallCheck | None = None,
     ) -> OutputParsing:
         """The deployment's parser options applied to one request's protocol and tools."""
         return cls(
@@ -77,6 +81,7 @@ class OutputParsing:
             observer=observer,
             trace=trace,
             native=native,
+            check=check,
         )
 
     def stream_parser(self) -> StreamParser:
@@ -86,6 +91,10 @@ class OutputParsing:
             parser = self.protocol.stream_parser(
                 self.tools, options=self.options, on_error=self.observer.parse_error
             )
+            if self.check is not None:
+                parser = CheckedParser(
+                    parser, self.check, self.observer, single_call=self.single_call
+                )
         return parser if self.trace is None else self.trace.stream_parser(parser)
 
     def parse_whole(self, text: str) -> list[Part]:

@@ -36,6 +36,7 @@ class ChatRequest:
     named_tool: str | None
     single_call: bool  # `parallel_tool_calls: false`
     n: int  # the choices asked for: an upstream answer may hold no others
+    strict_tools: frozenset[str] = frozenset()  # declared `strict`: held to all their schema
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -80,14 +81,23 @@ def decoded_body(raw: bytes) -> dict[str, Any]:
 def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
     """A decoded chat body checked; the Responses endpoint builds its chat body and comes here."""
     _check_messages(body.get("messages"))
-    tools = tuple(_tool_spec(tool) for tool in _declared_tools(body))
+    declared = _declared_tools(body)
+    tools = tuple(_tool_spec(tool) for tool in declared)
     choice, named = _tool_choice(body, {tool.name for tool in tools})
     parallel = body.get("parallel_tool_calls")
     if parallel is None:  # absent or null: OpenAI's default
         parallel = True
     if not isinstance(parallel, bool):
         raise invalid("'parallel_tool_calls' must be a boolean", "parallel_tool_calls")
-    return ChatRequest(body, tools, choice, named, single_call=not parallel, n=_choice_count(body))
+    return ChatRequest(
+        body,
+        tools,
+        choice,
+        named,
+        single_call=not parallel,
+        n=_choice_count(body),
+        strict_tools=_strict_names(declared),
+    )
 
 
 def _choice_count(body: dict[str, Any]) -> int:
@@ -151,6 +161,13 @@ def _declared_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{param}[{index}]",
             )
     return tools
+
+
+def _strict_names(tools: list[dict[str, Any]]) -> frozenset[str]:
+    """The checked tools declared `strict` (OpenAI's structured outputs: calls that follow
+    the schema exactly)."""
+    declarations = (tool[tool["type"]] for tool in tools)
+    return frozenset(found["name"] for found in declarations if found.get("strict") is True)
 
 
 def _tool_spec(tool: dict[str, Any]) -> ToolSpec:

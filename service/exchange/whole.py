@@ -1,11 +1,14 @@
 """A whole (non-streamed) answer as the engine's events: each choice's text parsed at once
-(`feed(all); finish()`, the same parser as a stream's), and its deltas given in the order
-its message is read: reasoning, content, then each call."""
+(`feed(all); finish()`, the same parser as a stream's), its calls checked before anything
+is sent (and asked for again: `repair.py`), and its deltas given in the order its
+message is read: reasoning, content, then each call."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from protocols import Part
 
 from ..upstream import REASONING_KEYS, call_fragments, matched_stop
 from .deltas import STOP, finish_reason
@@ -23,15 +26,26 @@ from .parsing import OutputParsing
 from .request import content_text
 
 
-def whole_events(answer: dict[str, Any], parsing: OutputParsing) -> list[Event]:
-    """The events of the upstream's whole completion (checked: `Exchange.answer`), each
-    choice's text parsed into content and calls."""
+def parsed_choices(answer: dict[str, Any], parsing: OutputParsing) -> list[list[Part]]:
+    """The parts of each choice's text in the upstream's whole completion (checked:
+    `Exchange.answer`)."""
+    return [
+        parsing.parse_whole(content_text((choice.get("message") or {}).get("content")))
+        for choice in answer.get("choices") or ()
+    ]
+
+
+def whole_events(
+    answer: dict[str, Any], parsed: list[list[Part]], parsing: OutputParsing
+) -> list[Event]:
+    """The events of the upstream's whole completion, each choice's text as `parsed` into
+    content and calls."""
     events: list[Event] = [AnswerStart(answer)]
-    for choice in answer.get("choices") or ():
+    for choice, parts in zip(answer.get("choices") or (), parsed, strict=True):
         index = choice.get("index", 0)
         message = choice.get("message") or {}
         mapper = parsing.mapper(index)
-        deltas = mapper.deltas(parsing.parse_whole(content_text(message.get("content"))))
+        deltas = mapper.deltas(parts)
         if parsing.native:
             deltas += mapper.native(call_fragments(message.get("tool_calls"), whole=True))
         deltas += mapper.rescued()

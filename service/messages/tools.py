@@ -165,9 +165,11 @@ def _declaration(tool: dict[str, Any], kind: Any, family: str | None, param: str
         schema = tool.get("input_schema")
         if not isinstance(schema, dict):
             raise invalid("a tool's input_schema must be a JSON schema object", param)
-        declaration = {"name": name, "parameters": schema}
+        declaration: dict[str, Any] = {"name": name, "parameters": schema}
         if isinstance(tool.get("description"), str):
             declaration["description"] = tool["description"]
+        if tool.get("strict") is True:  # Anthropic's strict tool use: the schema exactly
+            declaration["strict"] = True
         return declaration
     known = CLIENT_TOOLS.get(str(kind)) or CLIENT_TOOLS.get(str(family))
     if known is None:

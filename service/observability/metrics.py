@@ -56,6 +56,13 @@ class UpstreamFailure(StrEnum):
     BAD_RESPONSE = "bad_response"  # 2xx, but a body or chunk that is not a JSON object
 
 
+class CallOutcome(StrEnum):
+    """`outcome` of `toolcall_proxy_invalid_tool_calls_total`."""
+
+    REPAIRED = "repaired"  # asked for again, and the new reply's calls passed
+    SENT = "sent"  # sent as written, with an error record
+
+
 class StoreEvent(StrEnum):
     """`event` of `toolcall_proxy_response_store_events_total`."""
 
@@ -157,6 +164,17 @@ class ProxyMetrics:
         self.forced_call_retries = counter(
             "forced_call_retries_total",
             "Forced calls asked for again after a reply that held none.",
+            "protocol",
+        )
+        self.invalid_calls = counter(
+            "invalid_tool_calls_total",
+            "Calls whose arguments did not follow their tool's schema, by what came of them:"
+            " repaired (asked for again, and the new reply's calls passed) or sent as written.",
+            *("protocol", "outcome"),
+        )
+        self.call_repair_retries = counter(
+            "call_repair_retries_total",
+            "Answers asked for again because a call's arguments did not follow its tool's schema.",
             "protocol",
         )
         self.dropped_hosted_tools = counter(

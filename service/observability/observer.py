@@ -1,6 +1,7 @@
 """The seam through which one completion reports what happened inside it (calls sent, parse
 errors, calls dropped by `parallel_tool_calls: false`, calls rescued from a native upstream's
-text, forced calls asked again, the upstream's token usage): counted in the metrics by
+text, forced calls asked again, calls that failed their schema and answers asked again for
+them, the upstream's token usage): counted in the metrics by
 protocol, noted in the request's record for its access line, and told to the record's
 listener (the request's span) when tracing is on."""
 
@@ -12,7 +13,7 @@ from typing import Any
 from protocols import ParseError
 
 from .debug import ParserTrace
-from .metrics import ProxyMetrics
+from .metrics import CallOutcome, ProxyMetrics
 from .request_record import RequestRecord
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,23 @@ class CompletionObserver:
         self._metrics.forced_call_retries.labels(self._protocol).inc()
         if self._listener is not None:
             self._listener.forced_call_retry()
+
+    def invalid_call(self, name: str, problem: str, *, repaired: bool) -> None:
+        """A call's arguments did not follow its tool's schema: it was `repaired` by asking
+        again, or sent as written. `problem` quotes the model's output."""
+        outcome = CallOutcome.REPAIRED if repaired else CallOutcome.SENT
+        self._metrics.invalid_calls.labels(self._protocol, outcome).inc()
+        logger.debug("call to %r does not follow its schema (%s): %s", name, outcome, problem)
+        if self._trace is not None:
+            self._trace.log(f"invalid call ({outcome})", f"{name}: {problem}")
+        if self._listener is not None:
+            self._listener.invalid_call(name, problem, repaired=repaired)
+
+    def call_repair_retry(self) -> None:
+        """An answer whose calls did not follow their schemas: the model is asked again."""
+        self._metrics.call_repair_retries.labels(self._protocol).inc()
+        if self._listener is not None:
+            self._listener.call_repair_retry()
 
     def usage(self, usage: Any) -> None:
         """The upstream's `usage` object, whatever it holds."""

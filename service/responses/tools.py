@@ -130,6 +130,8 @@ def _declared(tool: Any, param: str, namespace: str | None) -> Declared:
     if not isinstance(tool.get("parameters", {}), dict | None):
         raise invalid("a tool's parameters must be a JSON schema object", f"{param}.parameters")
     declaration = {key: tool[key] for key in ("description", "parameters") if key in tool}
+    if tool.get("strict") is True:  # calls that follow the schema exactly
+        declaration["strict"] = True
     if kind == CUSTOM:
         declaration = {"description": tool.get("description"), "format": _format(tool)}
     return ClientTool(kind, name, namespace), declaration

@@ -8,6 +8,7 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     api_key_env = "CODER_API_KEY"       # default: UPSTREAM_API_KEY, see below
     native_tools = true                 # default: UPSTREAM_NATIVE_TOOLS
     structured_output = true            # default: UPSTREAM_STRUCTURED_OUTPUT
+    call_repair_retries = 0             # default: CALL_REPAIR_RETRIES
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
@@ -43,7 +44,10 @@ ROUTE_FIELDS: dict[str, type] = {
     "api_key_env": str,
     "native_tools": bool,
     "structured_output": bool,
+    "call_repair_retries": int,
 }
+# How a field's type is said in an error.
+TYPE_NAMES = {bool: "true or false", str: "a string", int: "a whole number, 0 or more"}
 
 
 class RoutesFileError(ValueError):
@@ -64,6 +68,8 @@ class Target:
     native_tools: bool = False
     # It takes `response_format` with a JSON schema, so a forced call is asked for by schema.
     structured_output: bool = False
+    # Times an answer whose calls fail their tools' schemas is asked for again (0: never).
+    call_repair_retries: int = 0
     # Parsed once: httpx parses a URL given as text on every request (~12 µs).
     chat_url: httpx.URL = field(init=False, repr=False, compare=False)
 
@@ -122,8 +128,8 @@ def _route(name: str, entry: Any, default: Target) -> Target:
             f"route {name!r}: unknown fields {sorted(unknown)}; accepted: {', '.join(ROUTE_FIELDS)}"
         )
     for key, value in entry.items():
-        if type(value) is not ROUTE_FIELDS[key]:
-            kind = "true or false" if ROUTE_FIELDS[key] is bool else "a string"
+        if type(value) is not ROUTE_FIELDS[key] or (type(value) is int and value < 0):
+            kind = TYPE_NAMES[ROUTE_FIELDS[key]]
             raise RoutesFileError(f"route {name!r}: {key} = {value!r}: {key} must be {kind}")
     problem = _route_problem(entry)
     if problem is not None:
@@ -142,6 +148,7 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         api_key=api_key,
         native_tools=entry.get("native_tools", default.native_tools),
         structured_output=entry.get("structured_output", default.structured_output),
+        call_repair_retries=entry.get("call_repair_retries", default.call_repair_retries),
     )
 
 

@@ -33,6 +33,7 @@ SIDE_BY_SIDE = {
     "workers_scaling.py": ("--rounds", "1", "--requests", "64", "--chunks", "5"),
     "parsers.py": ("--quick",),
     "response_store.py": ("--sizes", "1000", "--requests", "3"),
+    "schema_check.py": ("--rounds", "1"),
 }
 
 
@@ -109,6 +110,16 @@ def test_parser_benchmark_prints_every_protocol_and_the_stall_rows(
         assert re.search(rf"^{protocol}\s+prose, no calls\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE)
     stall_rows = re.findall(r" ms  (\w+)$", out, re.MULTILINE)
     assert stall_rows, out
+
+
+def test_schema_check_benchmark_prints_each_tool_the_mean_and_the_hostile_schema(
+    side_by_side: dict[str, Started],
+) -> None:
+    out = output_of(side_by_side["schema_check.py"].finish())
+
+    for tool in ("get_weather", "write_file", "bash", "memory", "mean"):
+        assert re.search(rf"^{tool}\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE), out
+    assert re.search(r"^hostile schema .*: \d+ ms$", out, re.MULTILINE), out
 
 
 def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes(

@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible upstream: the text-only model server the proxy talks to.
 
-Tests queue one step per chat request (`Reply`, `Fail`, `Hang`, `Drop`, `Paused`) and read
+Tests queue one step per chat request (`Reply`, `Fail`, `Hang`, `Drop`, `Paused`, `Late`) and read
 back every request it received, byte for byte:
 
 >>> upstream.script(Reply("Let me check.", WEATHER_CALL["json-mix"]))
@@ -122,6 +122,16 @@ class Paused:
         self.resume = threading.Event()
 
 
+class Late:
+    """Answer with `reply` once the test sets `resume`; `asked` is set when the request came:
+    an upstream as slow as the test makes it, streamed or whole."""
+
+    def __init__(self, reply: Reply):
+        self.reply = reply
+        self.asked = threading.Event()
+        self.resume = threading.Event()
+
+
 class Verbatim:
     """Answer 200 with exactly these bytes, each piece sent on its own, then end cleanly:
     for malformed chunks, cut streams, odd line breaks, encodings."""
@@ -162,7 +172,7 @@ class Fail:
         return {"error": {"message": self.message, "type": "upstream", "param": None, "code": None}}
 
 
-Step = Reply | Hang | Drop | Fail | Paused | Verbatim
+Step = Reply | Hang | Drop | Fail | Paused | Late | Verbatim
 
 
 @dataclass(frozen=True)
@@ -249,6 +259,11 @@ class ScriptedUpstream:
     async def _scripted(self, request: Request) -> Response:
         asked = (await self._record(request)).json
         step = self._script.popleft()
+        if isinstance(step, Late):
+            step.asked.set()
+            resumed = await anyio.to_thread.run_sync(step.resume.wait, HUNG_AFTER_SECONDS)
+            assert resumed, "the test never resumed the late upstream"
+            step = step.reply
         if isinstance(step, Fail):
             return JSONResponse(step.body, status_code=step.status)
         if isinstance(step, Verbatim):

@@ -115,6 +115,19 @@ class RequestSpan:
         self._counts[sc.FORCED_CALL_ASKED_AGAIN] += 1
         self.span.add_event(sc.ASKED_AGAIN_EVENT)
 
+    def invalid_call(self, name: str, problem: str, *, repaired: bool) -> None:
+        """A call that failed its schema: repaired by asking again, or sent as written."""
+        self._counts[sc.CALLS_REPAIRED if repaired else sc.CALLS_INVALID] += 1
+        attributes = {sc.TOOL_NAME: name}
+        if self._capture_content:  # it quotes the model's output
+            attributes[sc.INVALID_CALL_PROBLEM] = problem
+        event = sc.REPAIRED_CALL_EVENT if repaired else sc.INVALID_CALL_EVENT
+        self.span.add_event(event, attributes)
+
+    def call_repair_retry(self) -> None:
+        self._counts[sc.CALLS_ASKED_AGAIN] += 1
+        self.span.add_event(sc.CALLS_ASKED_AGAIN_EVENT)
+
     def hosted_tools_dropped(self, kinds: Sequence[str]) -> None:
         self._hosted_tools += kinds
         self.span.add_event(sc.HOSTED_TOOLS_EVENT, {sc.HOSTED_TOOLS_DROPPED: list(kinds)})

@@ -27,7 +27,7 @@ from service.exchange import (
 )
 from service.exchange.parsing import OutputParsing
 from service.exchange.stream import stream_events
-from service.exchange.whole import whole_events
+from service.exchange.whole import parsed_choices, whole_events
 from service.observability.metrics import ProxyMetrics, UpstreamFailure
 from service.observability.observer import CompletionObserver
 from service.observability.request_record import RequestRecord
@@ -155,7 +155,8 @@ def test_a_whole_answer_gives_reasoning_then_text_then_calls_each_text_in_one_de
     choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
     answer = {"id": "chatcmpl-1", "choices": [choice], "usage": {"total_tokens": 3}}
 
-    events = whole_events(answer, parsing())
+    whole = parsing()
+    events = whole_events(answer, parsed_choices(answer, whole), whole)
 
     assert events[0] == AnswerStart(answer)
     assert events[1:4] == [

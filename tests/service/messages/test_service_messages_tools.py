@@ -329,3 +329,46 @@ def test_a_call_to_a_tool_with_no_schema_parses_like_any_other(
     )
 
     assert [(b["name"], b["input"]) for b in message["content"]] == [PARIS_WEATHER]
+
+
+def test_a_tool_use_that_fails_its_schema_is_asked_for_again_unless_it_streamed(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    """The editor's `command` is an enum: "replace" is none of its values."""
+    wrong = {"command": "replace", "path": "a.txt", "old_str": "a", "new_str": "b"}
+    right = {**wrong, "command": "str_replace"}
+    upstream.script(
+        Reply(rendered_calls("str_replace_based_edit_tool", wrong)["json-mix"]),
+        Reply(rendered_calls("str_replace_based_edit_tool", right)["json-mix"]),
+    )
+
+    message = create(proxy, stream, tools=[EDITOR])
+
+    uses = [(block["name"], block["input"]) for block in message["content"]]
+    assert uses == [("str_replace_based_edit_tool", wrong if stream else right)]
+    assert len(upstream.chat_requests) == (1 if stream else 2)
+    outcome = "sent" if stream else "repaired"
+    metrics = scrape(proxy.http)
+    assert metrics.value("toolcall_proxy_invalid_tool_calls_total", outcome=outcome) == 1
+
+
+def test_a_strict_tool_is_held_to_its_whole_schema(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "minLength": 2}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    strict = {"name": "get_weather", "input_schema": schema, "strict": True}
+    upstream.script(
+        Reply(rendered_calls("get_weather", {"city": "P"})["json-mix"]),
+        Reply(rendered_calls("get_weather", {"city": "Paris"})["json-mix"]),
+    )
+
+    message = create(proxy, False, tools=[strict])
+
+    assert [block["input"] for block in message["content"]] == [{"city": "Paris"}]
+    correction = upstream.chat_requests[1].json["messages"][-1]["content"]
+    assert "city: 'P' is too short" in correction

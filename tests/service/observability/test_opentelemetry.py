@@ -29,6 +29,7 @@ from upstream_server import (
     Hang,
     Reply,
     ScriptedUpstream,
+    rendered_calls,
 )
 from waits import HUNG_AFTER_SECONDS
 
@@ -344,6 +345,40 @@ def test_a_call_rescued_from_a_native_upstreams_text_is_counted(
     assert served.attributes["toolcall_proxy.calls.rescued"] == 1
     [rescued] = served.events_named("toolcall_proxy.call_rescued")
     assert rescued.attributes == {"gen_ai.tool.name": "get_weather"}
+
+
+def test_a_call_that_fails_its_schema_is_repaired_by_asking_again_or_sent_as_written(
+    upstream: ScriptedUpstream,
+    traced_proxy: TracedProxy,
+    receiver: tuple[OtlpReceiver, str],
+    stream: bool,
+) -> None:
+    """Whole: asked again (a second client span) and repaired. Streamed: it went out as it
+    ended, and is recorded as sent."""
+    received, _url = receiver
+    upstream.script(
+        Reply(rendered_calls("get_weather", {})["json-mix"]), Reply(WEATHER_CALL["json-mix"])
+    )
+
+    with traced_proxy() as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
+        served = server_span(received)
+
+    counted = {
+        name: served.attributes.get(f"toolcall_proxy.calls.{name}")
+        for name in ("repaired", "invalid", "asked_again")
+    }
+    event = "toolcall_proxy.call_invalid" if stream else "toolcall_proxy.call_repaired"
+    [checked] = served.events_named(event)
+    assert checked.attributes == {"gen_ai.tool.name": "get_weather"}  # no model text
+    if stream:
+        assert counted == {"repaired": None, "invalid": 1, "asked_again": None}
+        assert len(received.children_of(served)) == 1
+    else:
+        assert counted == {"repaired": 1, "invalid": None, "asked_again": 1}
+        assert len(served.events_named("toolcall_proxy.calls_asked_again")) == 1
+        _first, again = sorted(received.children_of(served), key=lambda span: span.start_ns)
+        assert again.attributes["toolcall_proxy.upstream.attempt"] == 2
 
 
 @pytest.mark.parametrize("capture", [False, True], ids=["default", "capture"])

@@ -412,3 +412,28 @@ def test_a_request_shaped_like_codexs_is_answered(
         "spawn_agent",
         "tool_search",
     ]
+
+
+def test_a_strict_function_call_that_fails_its_schema_is_asked_for_again_unless_it_streamed(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    """`maxLength` binds a tool declared strict only."""
+    city = {"type": "string", "maxLength": 5}
+    strict = {
+        **WEATHER_FUNCTION,
+        "strict": True,
+        "parameters": {"type": "object", "properties": {"city": city}, "required": ["city"]},
+    }
+    wrong = {"city": "Paris, France"}
+    upstream.script(
+        Reply(rendered_calls("get_weather", wrong)["json-mix"]),
+        Reply(WEATHER_CALL["json-mix"]),
+    )
+
+    response = respond(proxy, stream, input=QUESTION, tools=[strict])
+
+    assert calls(response) == [("get_weather", wrong if stream else PARIS_WEATHER[1])]
+    assert len(upstream.chat_requests) == (1 if stream else 2)
+    if not stream:
+        correction = upstream.chat_requests[1].json["messages"][-1]["content"]
+        assert "city: 'Paris, France' is too long" in correction

@@ -1,0 +1,173 @@
+"""What is still wrong with a call's arguments once coercion (coerce.py) has made what it
+safely can of them, checked against its tool's JSON schema and said so a model can fix it.
+
+The checking is jsonschema's, by the draft a schema's `$schema` names (2020-12 when it names
+none). A tool declared `strict` is held to every keyword of its schema; any other tool to
+the keywords that decide whether it can run the call at all (a missing or unknown property,
+a value of another type or outside its enum), and to the structure that carries them to
+nested values. A looser tool's `maxLength` or `minimum` is the tool's own to enforce.
+
+Two keywords are never run: `pattern` and `patternProperties`. They are regular expressions
+from the request, run by Python's backtracking engine on text the model wrote, where a
+pattern such as `(a+)+$` takes exponential time; an object whose schema has
+`patternProperties` is not checked for unknown properties either. The checks of one answer
+visit at most MAX_CHECK_VISITS keywords between them (`CheckBudget`: nested `anyOf`s fan out
+exponentially), and a schema the check cannot read (an unknown type, an unresolvable `$ref`,
+a malformed keyword) or cannot finish makes no problem: the call goes as it is, and the tool
+judges it."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from itertools import islice
+from operator import methodcaller
+from typing import Any
+
+from jsonschema import ValidationError, validators
+from jsonschema.exceptions import UndefinedTypeCheck, UnknownType
+from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
+
+# How many schema keywords the checks of one answer may visit: a real call visits one to a
+# few per value (tens for a typical call, a few thousand for a long list of objects), at
+# 5-20 µs each; past it a call is not checked. The cap stops a hostile schema's fan-out at
+# a fraction of a second of CPU per answer, however many calls it holds.
+MAX_CHECK_VISITS = 20_000
+# Enough problems for a model to fix its call; a call wrong in more ways is best written anew.
+MAX_PROBLEMS = 5
+# A problem quotes the value at fault (jsonschema writes its repr): a long one is cut in the
+# middle, keeping its start and what the schema wanted, which the message ends with.
+MAX_PROBLEM_CHARS = 300
+# The keywords every call is held to, of any draft: types, enums, required and unknown
+# properties, and those that carry them to nested values.
+CORE_KEYWORDS = frozenset(
+    {
+        *("type", "enum", "const", "required", "additionalProperties", "properties"),
+        *("items", "prefixItems", "additionalItems", "allOf", "anyOf", "oneOf"),
+        *("$ref", "$dynamicRef", "$recursiveRef"),
+    }
+)
+REGEX_KEYWORDS = frozenset({"pattern", "patternProperties"})
+# Keywords that look into `patternProperties` to know which properties are unknown.
+PATTERN_DEPENDENT = frozenset({"additionalProperties", "unevaluatedProperties"})
+DEFAULT_DRAFT: type[Validator] = validators.Draft202012Validator
+
+Keyword = Callable[[Validator, Any, Any, Mapping[str, Any]], Iterable[ValidationError] | None]
+
+
+class _OutOfVisits(Exception):
+    """The answer's checks visited MAX_CHECK_VISITS keywords: no verdict."""
+
+
+@dataclass(slots=True)
+class CheckBudget:
+    """The keyword visits left to one answer's checks."""
+
+    left: int = MAX_CHECK_VISITS
+
+
+# The budget of the running check. A check runs start to end without yielding to the event
+# loop, so it is the only one running in its thread.
+_visits: ContextVar[CheckBudget] = ContextVar("schema_check_visits")
+_CHECKERS: dict[tuple[type[Validator], bool], type[Validator]] = {}
+
+
+def argument_problems(
+    arguments: Any, schema: Any, *, strict: bool = False, budget: CheckBudget | None = None
+) -> list[str]:
+    """What does not follow `schema` in `arguments` (at most MAX_PROBLEMS, each with where
+    it is: "files[1].path: 5 is not of type 'string'"); none when it follows it, or when the
+    schema cannot be checked. The visits are charged to `budget` (the answer's: a fresh one
+    when none is given)."""
+    if not isinstance(schema, Mapping) or not schema:
+        return []
+    checker = _checker(_draft(schema), strict=strict)(schema)
+    token = _visits.set(budget or CheckBudget())
+    try:
+        return [_said(error) for error in islice(checker.iter_errors(arguments), MAX_PROBLEMS)]
+    except (_OutOfVisits, UnknownType, UndefinedTypeCheck, Unresolvable, RecursionError):
+        return []
+    except (TypeError, ValueError, LookupError, AttributeError, ArithmeticError):
+        return []  # a keyword's value the check cannot use ("multipleOf": 0, "required": 5)
+    finally:
+        _visits.reset(token)
+
+
+def _draft(schema: Mapping[str, Any]) -> type[Validator]:
+    """The validator class of the draft `$schema` names; an unknown one is read as 2020-12
+    (jsonschema warns of that, about its own future, not the request's)."""
+    if "$schema" not in schema:
+        return DEFAULT_DRAFT
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        draft: type[Validator] = validators.validator_for(schema, default=DEFAULT_DRAFT)
+    return draft
+
+
+def _checker(draft: type[Validator], *, strict: bool) -> type[Validator]:
+    """`draft`'s validator holding calls to the keywords above, each visit counted (made
+    once per draft and strictness)."""
+    made = _CHECKERS.get((draft, strict))
+    if made is not None:
+        return made
+    keywords = {
+        name: _counted(_unless_patterned(keyword) if name in PATTERN_DEPENDENT else keyword)
+        for name, keyword in draft.VALIDATORS.items()
+        if name not in REGEX_KEYWORDS and (strict or name in CORE_KEYWORDS)
+    }
+    checker: type[Validator] = validators.create(
+        meta_schema=draft.META_SCHEMA,
+        validators=keywords,
+        type_checker=draft.TYPE_CHECKER,
+        format_checker=None,  # `format` annotates; a model's date is the tool's to parse
+        id_of=draft.ID_OF,
+        applicable_validators=methodcaller("items"),
+    )
+    _CHECKERS[draft, strict] = checker
+    return checker
+
+
+def _counted(keyword: Keyword) -> Keyword:
+    def counted(
+        validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
+    ) -> Iterable[ValidationError] | None:
+        visits = _visits.get()
+        visits.left -= 1
+        if visits.left < 0:
+            raise _OutOfVisits
+        return keyword(validator, value, instance, schema)
+
+    return counted
+
+
+def _unless_patterned(keyword: Keyword) -> Keyword:
+    def unless_patterned(
+        validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
+    ) -> Iterable[ValidationError] | None:
+        if "patternProperties" in schema:
+            return None
+        return keyword(validator, value, instance, schema)
+
+    return unless_patterned
+
+
+def _said(error: ValidationError) -> str:
+    message = error.message
+    if len(message) > MAX_PROBLEM_CHARS:
+        half = MAX_PROBLEM_CHARS // 2
+        message = f"{message[:half]} … {message[-half:]}"
+    where = _location(error.absolute_path)
+    return f"{where}: {message}" if where else message
+
+
+def _location(path: Iterable[Any]) -> str:
+    """A value's place in the arguments, as code would name it: `files[1].path`."""
+    return "".join(_steps(path)).lstrip(".")
+
+
+def _steps(path: Iterable[Any]) -> Iterator[str]:
+    for step in path:
+        yield f"[{step}]" if isinstance(step, int) else f".{step}"

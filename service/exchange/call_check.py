@@ -1,0 +1,101 @@
+"""Every parsed call held to its tool's schema (protocols/lenient/schema_check.py), after the
+parser's coercions. A call that fails is, where it has not gone out yet (a whole answer, a
+forced call), asked for again with what is wrong with it (`repair.py`); a streamed call has
+gone out by the time it ends, and is sent as written. Either way each failed call is
+recorded, as repaired or as sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from protocols import CheckBudget, Part, StreamParser, ToolCall, ToolSpec, argument_problems
+
+from ..observability import CompletionObserver
+
+Invalid = tuple[str, str]  # a failed call's tool name, and what is wrong with its arguments
+
+
+class CallCheck:
+    """The schemas of one request's tools, and which are `strict` (held to every keyword).
+
+    >>> check = CallCheck(chat.tools, chat.strict_tools)
+    >>> check.problem("get_weather", {}, CheckBudget())
+    "'city' is a required property"
+    """
+
+    def __init__(self, tools: Sequence[ToolSpec], strict: Iterable[str] = ()) -> None:
+        self._schemas = {
+            tool.name: tool.parameters for tool in tools if tool.parameters and not tool.free_form
+        }
+        self._strict = frozenset(strict)
+
+    def problem(self, name: str, arguments: Any, budget: CheckBudget) -> str | None:
+        """What is wrong with a call's arguments, or None (an undeclared or free-form tool's
+        are not checked)."""
+        schema = self._schemas.get(name)
+        if schema is None:
+            return None
+        problems = argument_problems(arguments, schema, strict=name in self._strict, budget=budget)
+        return "; ".join(problems) or None
+
+    def invalid(
+        self, parts: Iterable[Part], budget: CheckBudget, *, single_call: bool
+    ) -> list[Invalid]:
+        """The failed calls among `parts`; with `single_call`, only the first call is sent,
+        and only it is checked."""
+        calls = [part for part in parts if isinstance(part, ToolCall)]
+        failed = []
+        for call in calls[:1] if single_call else calls:
+            problem = self.problem(call.name, call.input, budget)
+            if problem is not None:
+                failed.append((call.name, problem))
+        return failed
+
+
+def render_call_correction(invalid: Sequence[Invalid]) -> str:
+    """What the model is told of a reply whose calls do not follow their schemas: which,
+    why, and to write the reply again (its tools and their format are in the system prompt
+    it still has)."""
+    said = "; ".join(f"{name}: {problem}" for name, problem in invalid)
+    return (
+        f"The arguments of your tool calls do not follow their tools' schemas ({said})."
+        " Write your reply again, every call's arguments as its tool's schema declares them,"
+        " in the same format."
+    )
+
+
+class CheckedParser(StreamParser):
+    """A stream's parser whose calls are checked as they end, each failure recorded: a call
+    that streams has gone out by then, so it is sent as written."""
+
+    def __init__(
+        self,
+        parser: StreamParser,
+        check: CallCheck,
+        observer: CompletionObserver,
+        *,
+        single_call: bool,
+    ) -> None:
+        self._parser = parser
+        self._check = check
+        self._observer = observer
+        self._single_call = single_call
+        self._budget = CheckBudget()
+        self._checked_one = False
+
+    def feed(self, text: str) -> list[Part]:
+        return self._checked(self._parser.feed(text))
+
+    def finish(self) -> list[Part]:
+        return self._checked(self._parser.finish())
+
+    def _checked(self, parts: list[Part]) -> list[Part]:
+        for part in parts:
+            if not isinstance(part, ToolCall) or (self._single_call and self._checked_one):
+                continue
+            self._checked_one = True
+            problem = self._check.problem(part.name, part.input, self._budget)
+            if problem is not None:
+                self._observer.invalid_call(part.name, problem, repaired=False)
+        return parts

@@ -1,0 +1,184 @@
+"""A call's arguments checked against its tool's schema: what the check holds every call to,
+what only a strict tool, what it never runs, and the schemas it cannot read."""
+
+from typing import Any
+
+import pytest
+
+from protocols.lenient.schema_check import (
+    MAX_PROBLEM_CHARS,
+    MAX_PROBLEMS,
+    CheckBudget,
+    argument_problems,
+)
+
+# Roo Code's read_file: a list of objects, one property required, no others allowed.
+READ_FILE = {
+    "type": "object",
+    "properties": {
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "line_ranges": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["files"],
+    "additionalProperties": False,
+}
+WEATHER = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 5},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1},
+    },
+    "required": ["city"],
+}
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"files": [{"path": "a.py"}, {"path": "b.py", "line_ranges": ["1-20"]}]},
+        {"files": []},
+    ],
+)
+def test_arguments_that_follow_the_schema_have_no_problem(arguments: Any) -> None:
+    assert argument_problems(arguments, READ_FILE) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problems"),
+    [
+        ({}, ["'files' is a required property"]),
+        ({"files": "a.py"}, ["files: 'a.py' is not of type 'array'"]),
+        (
+            {"files": [{"path": "a"}, {"line_ranges": []}]},
+            ["files[1]: 'path' is a required property"],
+        ),
+        (
+            {"files": [{"path": "a", "lines": "1-2"}]},
+            ["files[0]: Additional properties are not allowed ('lines' was unexpected)"],
+        ),
+        (
+            {"files": [{"path": 5}], "why": "x"},
+            [
+                "files[0].path: 5 is not of type 'string'",
+                "Additional properties are not allowed ('why' was unexpected)",
+            ],
+        ),
+    ],
+)
+def test_each_problem_says_where_it_is(arguments: Any, problems: list[str]) -> None:
+    assert sorted(argument_problems(arguments, READ_FILE)) == sorted(problems)
+
+
+def test_a_value_outside_its_enum_is_a_problem() -> None:
+    assert argument_problems({"city": "Paris", "unit": "kelvin"}, WEATHER) == [
+        "unit: 'kelvin' is not one of ['celsius', 'fahrenheit']"
+    ]
+
+
+def test_a_const_is_held_to() -> None:
+    schema = {"type": "object", "properties": {"kind": {"const": "file"}}}
+
+    assert argument_problems({"kind": "dir"}, schema) == ["kind: 'file' was expected"]
+
+
+def test_other_keywords_bind_only_strict_tools() -> None:
+    arguments = {"city": "Paris-on-Seine", "days": 0}
+
+    assert argument_problems(arguments, WEATHER) == []
+    assert sorted(argument_problems(arguments, WEATHER, strict=True)) == [
+        "city: 'Paris-on-Seine' is too long",
+        "days: 0 is less than the minimum of 1",
+    ]
+
+
+def test_regular_expressions_from_the_request_are_never_run() -> None:
+    """`(a+)+$` against 40 a's and a `!` would backtrack for longer than the test suite runs."""
+    pattern = {"type": "object", "properties": {"name": {"type": "string", "pattern": "(a+)+$"}}}
+    patterned = {
+        "type": "object",
+        "patternProperties": {"(a+)+$": {"type": "string"}},
+        "additionalProperties": False,
+    }
+
+    assert argument_problems({"name": "a" * 40 + "!"}, pattern, strict=True) == []
+    assert argument_problems({"a" * 40 + "!": "x"}, patterned, strict=True) == []
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "any"}}},
+        {"type": "object", "properties": {"a": {"$ref": "http://schemas.invalid/a.json"}}},
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+        {"type": "object", "properties": {"a": {"multipleOf": 0}}},
+        {"$ref": "#"},
+        {"type": "object", "required": 5},
+        ["not", "a", "schema"],
+        {},
+    ],
+    ids=[
+        "unknown-type",
+        "remote-ref",
+        "dangling-ref",
+        "zero-multiple",
+        "self-ref",
+        "bad-required",
+        "list",
+        "empty",
+    ],
+)
+def test_a_schema_the_check_cannot_read_makes_no_problem(schema: Any) -> None:
+    assert argument_problems({"a": 1}, schema, strict=True) == []
+
+
+def test_the_draft_a_schema_names_is_the_one_checked() -> None:
+    """Draft 7 writes a tuple as a list of `items` (2020-12 as `prefixItems`)."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"pair": {"type": "array", "items": [{"type": "string"}]}},
+    }
+
+    assert argument_problems({"pair": [5]}, schema) == ["pair[0]: 5 is not of type 'string'"]
+
+
+def test_the_checks_of_one_answer_share_a_bounded_number_of_visits() -> None:
+    """Two failing branches per level: checked in full, 30 levels would take 2**30 visits."""
+    fan_out: dict[str, Any] = {"type": "string"}
+    for _ in range(30):
+        branch = {"type": "object", "properties": {"x": fan_out}}
+        fan_out = {"anyOf": [branch, dict(branch)]}
+    value: Any = 1
+    for _ in range(30):
+        value = {"x": value}
+    budget = CheckBudget()
+
+    assert argument_problems(value, fan_out, budget=budget) == []
+    assert budget.left < 0
+    assert argument_problems({}, WEATHER, budget=budget) == []  # the answer's visits are spent
+    assert argument_problems({}, WEATHER) == ["'city' is a required property"]
+
+
+def test_problems_are_few_and_short() -> None:
+    schema = {
+        "type": "object",
+        "properties": {f"p{index}": {"type": "integer"} for index in range(10)},
+    }
+    arguments = {f"p{index}": "x" * 10_000 for index in range(10)}
+
+    problems = argument_problems(arguments, schema)
+
+    assert len(problems) == MAX_PROBLEMS
+    assert all(len(problem) <= MAX_PROBLEM_CHARS + len("p0: ") + 3 for problem in problems)
+    assert all(problem.endswith("is not of type 'integer'") for problem in problems)
