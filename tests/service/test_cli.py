@@ -190,7 +190,10 @@ def test_two_workers_create_a_missing_multiprocess_directory_and_answer(tmp_path
     directory = tmp_path / "not" / "there"
 
     with running(PROXY_WORKERS="2", PROMETHEUS_MULTIPROC_DIR=str(directory)) as proxy:
-        health = proxy.http.get("/healthz")
+        # With workers, the supervisor binds the socket and says so, and each worker says its
+        # startup is complete before it listens: asked until one answers (or the command exits).
+        while (health := health_once_listening(proxy)) is None:
+            time.sleep(POLL_SECONDS)
         metrics = proxy.http.get("/metrics")
         assert proxy.stop() in STOPPED
 
