@@ -6,7 +6,7 @@ a time and at 10 and 64 in flight; beside them the bare FastAPI + httpx relay
 start to `/readyz`, resident memory idle and under the most streams in flight, what the
 proxy says it added (`toolcall_proxy_overhead_seconds`) and the machine's load average.
 
-    python bench/added_latency.py [--requests 200] [--rounds 4] [--chunks 100] [--starts 5]
+    python bench/added_latency.py [--requests 200] [--chunks 100] [--starts 5]
         [--concurrency 1,10,64]
 
 Whole answers: p50 and p99 of the time to the answer's end, the proxy's less the upstream's
@@ -17,10 +17,11 @@ against the upstream's own stream. `--chunks` lengthens each stream with that ma
 of prose before the canned answer. The upstream (`canned_upstream.py`) answers at once,
 writing each chunk of a stream on its own.
 
-Each row alternates between the upstream straight and the server measured, `--rounds`
-times, each time `--requests / --rounds` requests per client in flight; added p50 and p99
-are taken over all of a row's samples. On a shared machine compare the rows of one run,
-and read the load average printed below: numbers from a loaded machine are upper bounds.
+Each row sends `--requests` to the upstream straight and as many to the server measured,
+turn about: one request at a time, request by request; more at a time, in turns of
+TURN_REQUESTS requests per client. Added p50 and p99 are taken over all of a row's samples.
+On a shared machine compare the rows of one run, and read the load average printed below:
+numbers from a loaded machine are upper bounds.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from proxy import (
 CHAT_PATH = "/v1/chat/completions"
 HEADERS = {"content-type": "application/json"}
 WARM_UP_REQUESTS = 10
+TURN_REQUESTS = 5  # per client, in each turn with several requests in flight
 READY_POLL_SECONDS = 0.005  # start-up, not a measurement: how often /readyz is asked
 READY_WITHIN_SECONDS = 30
 RSS_POLL_SECONDS = 0.05
@@ -123,30 +125,34 @@ async def timed(client: httpx.AsyncClient, path: str, body: bytes) -> Sample:
     return Sample(end if first_token is None else first_token, end)
 
 
-async def phase(url: str, path: str, body: bytes, concurrency: int, each: int) -> list[Sample]:
-    """`concurrency` clients in flight, each sending `each` requests one after another."""
-    limits = httpx.Limits(max_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+async def turn(client: httpx.AsyncClient, path: str, body: bytes, concurrency: int) -> list[Sample]:
+    """`concurrency` requests in flight, each client sending its share one after another."""
+    each = 1 if concurrency == 1 else TURN_REQUESTS
 
-        async def one_client() -> list[Sample]:
-            return [await timed(client, path, body) for _ in range(each)]
+    async def one_client() -> list[Sample]:
+        return [await timed(client, path, body) for _ in range(each)]
 
-        clients = await asyncio.gather(*[one_client() for _ in range(concurrency)])
-        return [sample for samples in clients for sample in samples]
+    clients = await asyncio.gather(*[one_client() for _ in range(concurrency)])
+    return [sample for samples in clients for sample in samples]
 
 
 async def measured(
-    upstream: str, target: str, case: Case, concurrency: int, requests: int, rounds: int
+    upstream: str, target: str, case: Case, concurrency: int, requests: int
 ) -> tuple[list[Sample], list[Sample]]:
-    """The upstream's samples and the target's, `rounds` phases of each, turn about."""
-    each = max(requests // rounds // concurrency, 1)
+    """The upstream's samples and the target's, `requests` of each, taken turn about."""
+    limits = httpx.Limits(max_connections=concurrency)
     direct: list[Sample] = []
     through: list[Sample] = []
-    await phase(upstream, CHAT_PATH, case.direct, 1, WARM_UP_REQUESTS)
-    await phase(target, case.path, case.body, 1, WARM_UP_REQUESTS)
-    for _ in range(rounds):
-        direct += await phase(upstream, CHAT_PATH, case.direct, concurrency, each)
-        through += await phase(target, case.path, case.body, concurrency, each)
+    async with (
+        httpx.AsyncClient(base_url=upstream, limits=limits, timeout=60) as straight,
+        httpx.AsyncClient(base_url=target, limits=limits, timeout=60) as proxied,
+    ):
+        for _ in range(WARM_UP_REQUESTS):
+            await timed(straight, CHAT_PATH, case.direct)
+            await timed(proxied, case.path, case.body)
+        while len(through) < requests:
+            direct += await turn(straight, CHAT_PATH, case.direct, concurrency)
+            through += await turn(proxied, case.path, case.body, concurrency)
     return direct, through
 
 
@@ -238,7 +244,6 @@ def load_average() -> str:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--requests", type=int, default=200, help="requests per row and side")
-    options.add_argument("--rounds", type=int, default=4, help="turns about per row")
     options.add_argument("--chunks", type=int, default=100, help="prose chunks per stream")
     options.add_argument("--starts", type=int, default=5, help="cold starts to /readyz")
     options.add_argument("--concurrency", default="1,10,64", help="requests in flight")
@@ -281,7 +286,7 @@ def table(
         for level in levels:
             with peak_rss(proxy.pid) as peak:
                 direct, through = asyncio.run(
-                    measured(upstream.url, target.url, case, level, args.requests, args.rounds)
+                    measured(upstream.url, target.url, case, level, args.requests)
                 )
             if case.stream and level == max(levels) and not case.relay:
                 under_streams = max(under_streams, peak[0])

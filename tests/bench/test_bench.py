@@ -190,7 +190,7 @@ def test_tracing_benchmark_prints_each_variant() -> None:
 def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory() -> None:
     out = run(
         "added_latency.py",
-        *("--requests", "4", "--rounds", "2", "--chunks", "3", "--starts", "1"),
+        *("--requests", "4", "--chunks", "3", "--starts", "1"),
         *("--concurrency", "1,2"),
     )
 
