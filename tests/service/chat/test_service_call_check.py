@@ -299,3 +299,17 @@ def test_calls_to_undeclared_or_schemaless_tools_are_not_checked(
 
     assert completion.calls == [("lookup", {"x": 1}), ("get_time", {"y": 2})]
     assert len(upstream.chat_requests) == 1
+
+
+def test_a_forced_call_answered_with_prose_too_long_to_send_back_is_not_asked_again(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    """Asking again sends the reply back whole: past its bound, the reply stands."""
+    prose = "It depends. " * (MAX_ECHOED_REPLY_CHARS // 12 + 1)
+    upstream.script(Reply(prose))
+
+    completion = proxy.chat(chat_body(WEATHER, tool_choice="required"))
+
+    assert (completion.content, completion.calls) == (prose, [("get_weather", {})])
+    assert len(upstream.chat_requests) == 1
+    assert scrape(proxy.http).value("toolcall_proxy_forced_call_retries_total") == 0
