@@ -35,6 +35,13 @@ from .part_writer import PartWriter
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
+# The most text one step of the loop reads. A whole answer (and an upstream chunk of
+# megabytes) is read in pieces of this size, as a stream would deliver it: every call found
+# hands the rest of its piece on as a new string, so reading all of it at once made each tag
+# cost the length of the whole rest (128 KB of `<tool_call>{` took over a minute), while a
+# piece bounds that to a few microseconds. Any chunking reads alike, so the parts are the same.
+FEED_PIECE_CHARS = 512
+
 
 class HeldOpen(Protocol):
     """A held-back suffix that begins with an open tag still being written, followed as more
@@ -143,25 +150,33 @@ class TagStreamParser(StreamParser):
         return None
 
     def feed(self, text: str) -> list[Part]:
+        self._read(text)
+        return self._ctx.out.take()
+
+    def _read(self, text: str) -> None:
+        for start in range(0, len(text), FEED_PIECE_CHARS):
+            self._read_piece(text[start : start + FEED_PIECE_CHARS])
+
+    def _read_piece(self, text: str) -> None:
         if self._answer is not None:
-            if self._answer.feed(text):
-                return self._ctx.out.take()
-            text, self._answer = self._answer.text, None  # not off-protocol calls: read it
+            if not self._answer.feed(text):
+                held, self._answer = self._answer.text, None  # not off-protocol calls: read it
+                self._read(held)
+            return
         if self._held_think_call is not None:
             seam = self._held_seam + text
             if THINK_CLOSE not in seam:
                 self._held_pieces.append(text)
                 self._held_seam = seam[1 - len(THINK_CLOSE) :]
-                return self._ctx.out.take()
+                return
             text = self._take_held_pieces() + text
         if self._held_open is not None:
             if self._held_open_goes_on(text):
                 self._pending += text
-                return self._ctx.out.take()
+                return
             self._held_open = None
         self._pending += text
         self._advance()
-        return self._ctx.out.take()
 
     def _held_open_goes_on(self, text: str) -> bool:
         """Whether the held open tag is still unfinished after `text`. A think tag in it ends
@@ -173,21 +188,19 @@ class TagStreamParser(StreamParser):
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
-        self._ended = True  # what is held back can grow no more: it is read as it is
         if self._answer is not None:
             answer, self._answer = self._answer, None
             calls = answer.calls(self._ctx.relaxed_budget)
             if calls is not None:
                 self._ctx.complete_calls(calls, answer.text)
                 return out.take()
-            self._pending += answer.text
-        self._advance()
+            self._read(answer.text)
         if self._in_think and self._held_think_call is not None:
-            # The output ended in a think block holding a call: the model forgot `</think>`.
-            self._pending += self._take_held_pieces()
-            out.marker(ThinkEnd(""))
-            self._in_think = False
-            self._held_think_call = None
+            self._end_think_holding_call()
+        self._ended = True  # what is held back can grow no more: it is read as it is
+        self._advance()
+        if self._in_think and self._held_think_call is not None:  # a call tag at the very end
+            self._end_think_holding_call()
             self._advance()
         if self._call is not None:
             self._call.finish()
@@ -199,6 +212,16 @@ class TagStreamParser(StreamParser):
             self._in_think = False
         out.end()
         return out.take()
+
+    def _end_think_holding_call(self) -> None:
+        """The output ended in a think block holding a call: the model forgot `</think>`.
+        What was held from the call tag on is read as the answer, in pieces."""
+        held = self._pending + self._take_held_pieces()
+        self._pending = ""
+        self._ctx.out.marker(ThinkEnd(""))
+        self._in_think = False
+        self._held_think_call = None
+        self._read(held)
 
     def _take_held_pieces(self) -> str:
         held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
