@@ -234,8 +234,11 @@ def _objects_in(text: str, budget: RelaxedParseBudget) -> list[dict[str, Any]]:
     its first `{` to its last `}` read relaxed, else the first `{` from which a strict
     object decodes. Every attempt is charged to `budget`."""
     first, last = text.find("{"), text.rfind("}")
-    for candidate in (strip_code_fence(text.strip()), text[first : last + 1]):
+    whole, span = strip_code_fence(text.strip()), text[first : last + 1]
+    for candidate, read_before in ((whole, False), (span, True)):
         try:
+            if read_before:
+                budget.spend_reread(len(candidate))
             value = parse_relaxed_json(candidate, budget=budget)
         except RelaxedJSONError:
             continue
@@ -247,7 +250,7 @@ def _objects_in(text: str, budget: RelaxedParseBudget) -> list[dict[str, Any]]:
         if start == -1:
             break
         try:
-            budget.spend_strict(len(text) - start)
+            budget.spend_reread(len(text) - start)
         except RelaxedJSONError:
             break
         try:

@@ -27,10 +27,6 @@ from .xml_values import (
     string_value,
 )
 
-# A whole source file written in one call fits many times over; anything longer is a
-# runaway generation and parsing it would only burn CPU.
-MAX_BODY_CHARS = 4 * 1024 * 1024
-
 # XML names, plus all-digit names: models write `<0>` for tuple members.
 _NAME = r"[^\W\d][\w.:-]*|\d+"
 _OPEN_TAG = re.compile(rf"<(?P<name>{_NAME})(?P<rest>[\s/][^<>]*)?>")
@@ -108,8 +104,6 @@ def parse_xml_calls(
 
 
 def _argument_tags(body: str) -> list[_ArgumentTag]:
-    if len(body) > MAX_BODY_CHARS:
-        raise RelaxedXMLError(f"body of {len(body)} characters exceeds {MAX_BODY_CHARS}")
     tags, has_stray_text = _scan_top_level(body)
     if not tags and has_stray_text:
         raise RelaxedXMLError("body has text but no argument tags")

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
 from ..base import ParserOptions, StreamParser, UnknownTools
-from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
+    ErrorKind,
     OnError,
     ParseError,
     Part,
@@ -109,6 +110,8 @@ class TagStreamParser(StreamParser):
         # (a marker none of whose tags can open there never will: its text only grows).
         self._searched = 0
         self._ended = False  # the output has ended (finish)
+        # The parse budget could not pay for another call: the rest of the output is text.
+        self._budget_spent = False
         self._pending = ""
         self._call: CallScanner | None = None
         self._in_think = False
@@ -193,6 +196,7 @@ class TagStreamParser(StreamParser):
             calls = answer.calls(self._ctx.relaxed_budget)
             if calls is not None:
                 self._ctx.complete_calls(calls, answer.text)
+                out.end()
                 return out.take()
             self._read(answer.text)
         if self._in_think and self._held_think_call is not None:
@@ -316,7 +320,7 @@ class TagStreamParser(StreamParser):
                     return
                 self._call = None
                 self._pending = rest
-            elif self._tag_chars.isdisjoint(self._pending):
+            elif self._budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
@@ -374,6 +378,15 @@ class TagStreamParser(StreamParser):
         if call is not None:
             start, end, name, form = call
             out.text(text[:start])
+            try:
+                self._ctx.relaxed_budget.spend_calls()
+            except RelaxedJSONError as error:
+                self._ctx.error(
+                    ErrorKind.PARSE_BUDGET, f"{error}: the rest is text", text[start:end]
+                )
+                self._budget_spent = True
+                self._pending = text[start:]
+                return True
             if form is None:
                 self._call = self._open_call(text[start:end], name)
             else:

@@ -1,4 +1,4 @@
-"""The dialect corpus (`tests/protocols/dialect_corpus/`, described in its README): model
+"""The dialect corpus (`tests/protocols/dialects/dialect_corpus/`, described in its README): model
 outputs in the call formats models write on their own, each with the calls, error kinds and
 text it must give."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).parents[1] / "protocols" / "dialect_corpus"
+CORPUS = Path(__file__).parents[1] / "protocols" / "dialects" / "dialect_corpus"
 HEADER = "=== "
 
 
