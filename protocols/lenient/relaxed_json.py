@@ -18,11 +18,12 @@ MAX_NESTING_DEPTH = 128
 
 # What one response may spend on reading calls, which runs on the event loop, in characters
 # of relaxed parsing (repairs, then JSON5): ~0.3 µs each (bench/parsers.py; up to ~1 µs for
-# text that needs every repair), so a response's reading stays near a second of CPU however
-# it is written, while a response holding a 200 KB file write that needs repair still fits
-# five times over. The other work is charged in the same characters, at what it costs beside
-# that: see the charges below.
-RELAXED_PARSE_BUDGET_CHARS = 1_000_000
+# text that needs every repair). The other work is charged in the same characters, at about
+# a microsecond each (see the charges below), so a response's reading stays within ~1.5 s
+# of CPU however it is written: what 20,000 small calls take, the most an honest answer
+# holds, which fit with a fifth to spare. A 200 KB file write that needs repair fits seven
+# times over.
+RELAXED_PARSE_BUDGET_CHARS = 1_500_000
 # Each parse's fixed cost (~1.5 µs of Python around `json.loads`; a million one-character
 # values took seconds while parses were free). Reading text strictly the first time is
 # charged nothing more: `json.loads` reads it in C, once, at a fraction of what receiving it
@@ -34,15 +35,22 @@ PARSE_CHARGE_CHARS = 8
 # charged by its length as well: one character for every 8 it reads (structure-heavy strict
 # JSON costs ~0.1 µs a character).
 STRICT_CHARS_PER_CHARGED_CHAR = 8
-# Each call the parser reads: the tag that opens it, its scanner, its parts (~20 to 80 µs of
-# Python a call, bench/parsers.py). A flood of call tags is bounded by this, where each tag
-# cost the same work whether it became a call or text: past the budget the rest is text.
-# 20,000 small calls and their parses take ~80% of the budget.
-CALL_CHARGE_CHARS = 32
+# Each call the parser reads: the tag that opens it, its scanner, its parts (~40 µs of
+# Python beside its parse and its arguments, bench/parsers.py). A flood of call tags is
+# bounded by this, where each tag cost the same work whether it became a call or text: past
+# the budget, the rest of the answer is text.
+CALL_CHARGE_CHARS = 40
+# Each argument read on its own, by each reader that reads it (a parameter tag of Morph-XML,
+# Qwen3-Coder, GLM, `<invoke>`; a JSON value the streaming lexer follows): ~3 to 5 µs of
+# Python. One call holding a flood of them is bounded by this.
+ARGUMENT_CHARGE_CHARS = 4
 # A call whose arguments have begun to stream may finish on credit, this much past the
-# budget: its final reading costs a parse or two, and a call already sent in part must not
-# end unfinished because an earlier part of the answer spent the budget.
+# budget: its final reading costs a parse or a few arguments, and a call already sent in
+# part must not end unfinished because an earlier part of the answer spent the budget.
 STREAMED_CALL_CREDIT_CHARS = CALL_CHARGE_CHARS
+# Following a call as it streams (the lexer, the XML argument stream) only makes it stream
+# sooner: it stops before the budget drops below this, which its final reading may need.
+FOLLOWING_FLOOR_CHARS = CALL_CHARGE_CHARS
 
 
 class RelaxedJSONError(ValueError):
@@ -73,8 +81,22 @@ class RelaxedParseBudget:
         self._spend(chars, "repair")
 
     def spend_calls(self, count: int = 1) -> None:
-        """Charge reading `count` calls."""
-        self._spend(CALL_CHARGE_CHARS * count, "read another call")
+        """Charge reading `count` calls, refused unless FOLLOWING_FLOOR_CHARS are left for
+        their reading too (a call whose tag was paid for is not then refused its parse)."""
+        self._spend(CALL_CHARGE_CHARS * count + FOLLOWING_FLOOR_CHARS, "read another call")
+        self.remaining += FOLLOWING_FLOOR_CHARS
+
+    def spend_argument(self) -> None:
+        """Charge reading one argument."""
+        self._spend(ARGUMENT_CHARGE_CHARS, "read another argument")
+
+    def spend_following(self) -> bool:
+        """Charge following one argument as a call streams, if that leaves the call's final
+        reading what it may need (FOLLOWING_FLOOR_CHARS); False, charging nothing, if not."""
+        if self.remaining - ARGUMENT_CHARGE_CHARS < FOLLOWING_FLOOR_CHARS:
+            return False
+        self.remaining -= ARGUMENT_CHARGE_CHARS
+        return True
 
     def _spend(self, chars: int, what: str) -> None:
         if chars > self.remaining + self.credit:

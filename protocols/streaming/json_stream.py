@@ -117,7 +117,7 @@ class JsonCallLexer:
         arguments_of: str | None = None,
     ) -> None:
         self._schemas = schemas or {}
-        self._budget = budget  # what coercing a value by its schema is charged to
+        self._budget = budget  # what following values, and coercing them, is charged to
         self._value_schema: Mapping[str, Any] | None = None
         self.name: str | None = None
         self.healthy = True
@@ -231,6 +231,9 @@ class JsonCallLexer:
             self._stop()
 
     def _begin_value(self, frame: _Frame, char: str, out: list[str]) -> None:
+        if self._budget is not None and not self._budget.spend_following():
+            self._stop()  # the call is read whole at its end instead
+            return
         is_top = len(self._stack) == 1
         if is_top and frame.key in ARGUMENT_KEYS:
             # The arguments object itself: fragments start here, and only after the name.

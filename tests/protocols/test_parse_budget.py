@@ -10,7 +10,12 @@ import pytest
 from parser_harness import PROTOCOL_NAMES, check_contract, fragments, run
 
 from protocols import ArgumentsMode, ErrorKind, get_protocol
-from protocols.lenient.relaxed_json import CALL_CHARGE_CHARS, PARSE_CHARGE_CHARS
+from protocols.lenient.relaxed_json import (
+    ARGUMENT_CHARGE_CHARS,
+    CALL_CHARGE_CHARS,
+    FOLLOWING_FLOOR_CHARS,
+    RelaxedParseBudget,
+)
 
 SOURCE_LINE = 'print("<b>\\n</b>", {"ok": True})  # a line of a generated module\n'
 BIG_FILE_CHARS = 10_000_000
@@ -57,21 +62,63 @@ def test_20000_small_calls_come_out_whole(
 @pytest.mark.parametrize("chunks", [None, 7])
 def test_calls_past_the_budget_are_text_with_one_error(protocol: str, chunks: int | None) -> None:
     call = get_protocol(protocol).render_call("read_file", {"path": "a.py"})
-    affordable = 10
-    # Each call is charged for itself, a JSON body for its parse too (and an XML one not).
-    budget = affordable * (CALL_CHARGE_CHARS + PARSE_CHARGE_CHARS * (protocol == "json-mix"))
+    budget = 10 * CALL_CHARGE_CHARS
     result = run(protocol, call * 1000, chunks=chunks, relaxed_parse_budget_chars=budget)
-    assert result.call_values == [("read_file", {"path": "a.py"})] * affordable
-    assert result.text == call * (1000 - affordable)
+    made = len(result.calls)
+    assert 0 < made <= budget // CALL_CHARGE_CHARS
+    assert result.call_values == [("read_file", {"path": "a.py"})] * made
+    assert result.text == call * (1000 - made)
     assert result.error_kinds == [ErrorKind.PARSE_BUDGET]
     check_contract(result)
 
 
+@pytest.mark.parametrize(
+    ("protocol", "argument"),
+    [
+        ("json-mix", '"k": 1, '),
+        ("morph-xml", "<path>a.py</path>"),
+        ("qwen3-coder", "<parameter=path>\na.py\n</parameter>\n"),
+    ],
+)
+@pytest.mark.parametrize("chunks", [None, 16])
+def test_a_flood_of_arguments_in_one_call_stops_costing_at_the_budget(
+    protocol: str, argument: str, chunks: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 MB of such arguments in one call took 0.6 to 2.5 s to read, 64 MB thirty times that:
+    # each argument is read on its own, and charged. What the budget pays for is read; the
+    # rest costs what reading text does (JSON-mix hands it to `json.loads` whole).
+    charges: list[int] = []
+    spend, follow = RelaxedParseBudget._spend, RelaxedParseBudget.spend_following
+
+    def counted_spend(budget: RelaxedParseBudget, chars: int, what: str) -> None:
+        charges.append(chars)
+        spend(budget, chars, what)
+
+    def counted_follow(budget: RelaxedParseBudget) -> bool:
+        charges.append(ARGUMENT_CHARGE_CHARS)
+        return follow(budget)
+
+    monkeypatch.setattr(RelaxedParseBudget, "_spend", counted_spend)
+    monkeypatch.setattr(RelaxedParseBudget, "spend_following", counted_follow)
+    call = get_protocol(protocol).render_call("read_file", {"path": "a.py"})
+    at = call.index("a.py") - len('"path": "') * (protocol == "json-mix")
+    work = []
+    for count in (2_000, 8_000):
+        flood = call[:at] + argument * count + call[at:]
+        result = run(protocol, flood, chunks=chunks, relaxed_parse_budget_chars=2_000)
+        check_contract(result)
+        work.append(len(charges))
+        charges.clear()
+    assert work[1] == work[0] < 2_000 // ARGUMENT_CHARGE_CHARS
+
+
 def test_a_call_streaming_when_the_budget_runs_out_is_finished() -> None:
-    arguments = {"path": "big.py", "content": SOURCE_LINE * 100}  # streams: past 1 KiB
-    call = get_protocol("json-mix").render_call("write_file", arguments)
-    # Its tag is paid for; its final parse is not, and is made on credit.
-    result = run("json-mix", call, chunks=64, relaxed_parse_budget_chars=CALL_CHARGE_CHARS)
+    # Its tag is paid for, and its arguments but the last few, which are read on credit.
+    arguments = {f"key_{index}": f"value {index} " * 20 for index in range(15)}
+    call = get_protocol("qwen3-coder").render_call("write_file", arguments)
+    budget = CALL_CHARGE_CHARS + FOLLOWING_FLOOR_CHARS
+    assert 15 * ARGUMENT_CHARGE_CHARS > FOLLOWING_FLOOR_CHARS
+    result = run("qwen3-coder", call, chunks=64, relaxed_parse_budget_chars=budget)
     assert result.call_values == [("write_file", arguments)]
     assert fragments(result.parts) == result.calls[0].arguments
     assert result.errors == []

@@ -35,7 +35,9 @@ from protocols import (
 )
 from protocols.lenient import relaxed_json
 from protocols.lenient.relaxed_json import (
+    ARGUMENT_CHARGE_CHARS,
     CALL_CHARGE_CHARS,
+    FOLLOWING_FLOOR_CHARS,
     PARSE_CHARGE_CHARS,
     RELAXED_PARSE_BUDGET_CHARS,
 )
@@ -507,8 +509,14 @@ def test_large_write_file_content_streams_in_manyfragments() -> None:
 def test_relaxed_calls_past_the_response_budget_stay_text(mode: ArgumentsMode) -> None:
     relaxed = "<tool_call>{name: 'get_weather', arguments: {city: 'Paris'}}</tool_call>"
     body_chars = len(relaxed) - len("<tool_call></tool_call>")
-    # Each call is charged for its tag and its strict try; the relaxed one then its repair.
-    fits_one_relaxed = 3 * (CALL_CHARGE_CHARS + PARSE_CHARGE_CHARS) + body_chars
+    # Each call is charged for its tag (while what its reading needs is left) and its strict
+    # try, the strict one for the three values its lexer follows, the relaxed one its repair.
+    fits_one_relaxed = (
+        3 * (CALL_CHARGE_CHARS + PARSE_CHARGE_CHARS)
+        + FOLLOWING_FLOOR_CHARS
+        + 3 * ARGUMENT_CHARGE_CHARS
+        + body_chars
+    )
     errors: list[ParseError] = []
     options = ParserOptions(mode=mode, relaxed_parse_budget_chars=fits_one_relaxed)
     parser = get_protocol(JSON_MIX).stream_parser(TOOLS, options=options, on_error=errors.append)
