@@ -142,9 +142,12 @@ def _with_references_moved(
 
 
 def _moved_reference(reference: str, renames: dict[str, str], at: str) -> str:
-    for old, new in renames.items():
-        if reference == old or reference.startswith(old + "/"):
-            return new + reference[len(old) :]
+    # A definition's reference is `#/<keyword>/<name>`, then maybe a path inside it: one
+    # look-up, not a try of every rename (10,000 `$defs` referenced took 9 s).
+    head = "/".join(reference.split("/", 3)[:3])
+    new = renames.get(head)
+    if new is not None:
+        return new + reference[len(head) :]
     return f"#{at}{reference[1:]}"
 
 
