@@ -68,6 +68,15 @@ class Found:
         return len(self.conversation or b"") + sum(map(len, self.items.values()))
 
 
+def _writable(identifier: str) -> bool:
+    """Whether UTF-8 can write `identifier`: a lone surrogate cannot be."""
+    try:
+        identifier.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class StoreUnavailable(Exception):
     """The backend could not answer (Redis down, or too slow)."""
 
@@ -100,12 +109,18 @@ class ResponseStore(ABC):
         """The named response's conversation and the named items, if `owner` stored them and
         they are still kept. Raises a 503 `ProxyError` when the backend does not answer."""
         item_ids = list(dict.fromkeys(item_ids))  # an item named twice is looked up once
+        named_response = response_id is not None
+        # The proxy's ids are ASCII: one that UTF-8 cannot even write (a lone surrogate a
+        # client escaped in its JSON) was never stored, and a Redis key could not hold it.
+        stored = [item_id for item_id in item_ids if _writable(item_id)]
+        if response_id is not None and not _writable(response_id):
+            response_id = None
         try:
-            found = await self._lookup(owner, response_id, item_ids, self._clock())
+            found = await self._lookup(owner, response_id, stored, self._clock())
         except StoreUnavailable:
             self._events.labels(StoreEvent.ERROR).inc()
             raise store_unavailable() from None
-        named = (response_id is not None) + len(item_ids)
+        named = named_response + len(item_ids)
         hits = (found.conversation is not None) + len(found.items)
         self._events.labels(StoreEvent.HIT).inc(hits)
         self._events.labels(StoreEvent.MISS).inc(named - hits)
