@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -144,15 +145,27 @@ class ChatExchange:
 
     async def _forced_call(self) -> Answer:
         """Tool-choice mode: whole upstream answers, asked again (FORCED_CALL_RETRIES) while
-        they hold no call; exactly one call back, or the model's text (`ForcedCall`)."""
+        they hold no call and may be (`ForcedCall.may_ask_again`); exactly one call back, or
+        the model's text. The exchange has one deadline, UPSTREAM_TOTAL_TIMEOUT from its
+        start, whatever it asks: a reply is asked for again only while as much time is left
+        as the last one took, and a retry that fails or runs out leaves the answer to the
+        replies before it (one request took 16.4 s of a 5 s timeout, each try a deadline)."""
         chat, body = self.chat, self.upstream_body
         observer, trace = self._observers(chat.tools)
         forced = ForcedCall(chat, self.protocol, body, observer, trace)
-        reply = forced.read(await self._answer(json_bytes(body)))
+        asked_at = anyio.current_time()
+        deadline = asked_at + self._context.settings.upstream_total_timeout
+        forced.read(await self._answer(json_bytes(body), deadline))
         for _ in range(self._context.settings.forced_call_retries):
-            if reply.problem is None:
+            now = anyio.current_time()
+            if not forced.may_ask_again() or deadline - now < now - asked_at:
                 break
-            reply = forced.read(await self._answer(json_bytes(forced.asked_again())))
+            asked_at = now
+            try:
+                again = await self._answer(json_bytes(forced.asked_again()), deadline)
+            except ProxyError:
+                break  # already counted and logged as the upstream's failure
+            forced.read(again)
         answer, deltas, reason = forced.outcome()
         events = forced_events(answer, deltas, reason, whole=not chat.stream)
         return Answer(events, chat.stream, trace)
@@ -170,12 +183,14 @@ class ChatExchange:
         trace = None if debug is None else debug.trace(record.request_id, protocol, tools)
         return CompletionObserver(protocol.name, metrics, record, trace), trace
 
-    async def _answer(self, body: bytes) -> dict[str, Any]:
+    async def _answer(self, body: bytes, deadline: float | None = None) -> dict[str, Any]:
         """The upstream's whole JSON answer, its choices checked (a bad one counted) before
-        anything reads them."""
+        anything reads them; by `deadline` (the loop's clock) if one is given, else within
+        the total timeout."""
         headers = self._context.headers_for(self._request, self._target, relay=False)
+        timeout = None if deadline is None else deadline - anyio.current_time()
         asking = self._context.upstream.request_json(
-            "POST", self._url, headers=headers, content=body
+            "POST", self._url, headers=headers, content=body, timeout=timeout
         )
         answer = await while_connected(self._request.receive, asking)
         try:

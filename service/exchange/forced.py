@@ -34,6 +34,13 @@ from .whole import message_order, whole_choice_end
 TEXT_ID = "text"
 # Usage fields that add up over the answers one forced call took.
 USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# What the model is shown of its reply when it is asked again: the head, where a call that
+# went wrong begins (the correction says what was wrong). Each request starts from the
+# original messages: echoing every reply whole, after the ones before, a 30 MB prose reply
+# made upstream requests of 30 and then 60 MB, past what any client may send.
+ECHOED_REPLY_CHARS = 4096
+# A reply longer than this is no call gone slightly wrong: it is not asked for again.
+MAX_RETRIED_REPLY_CHARS = 65_536
 
 
 class ForcedCall:
@@ -41,7 +48,7 @@ class ForcedCall:
 
     >>> forced = ForcedCall(chat, protocol, body, observer, trace)
     >>> reply = forced.read(answer)  # each upstream answer, in turn
-    >>> if reply.problem: body = forced.asked_again()
+    >>> if forced.may_ask_again(): body = forced.asked_again()
     >>> answer, deltas, reason = forced.outcome()
     """
 
@@ -81,19 +88,27 @@ class ForcedCall:
         self._replies.append(replies[0])
         return replies[0]
 
+    def may_ask_again(self) -> bool:
+        """Whether the last reply held no call and is short enough to be asked for again."""
+        reply = self._replies[-1]
+        return reply.problem is not None and len(reply.text) <= MAX_RETRIED_REPLY_CHARS
+
     def asked_again(self) -> dict[str, Any]:
-        """The next request: the model's last reply, and what was wrong with it."""
+        """The next request: the original one, then the head of the model's last reply and
+        what was wrong with it."""
         reply = self._replies[-1]
         assert reply.problem is not None
         self._observer.forced_call_retry()
         correction = render_forced_call_correction(reply.problem, named=self._request.named_tool)
+        echoed = reply.text
+        if len(echoed) > ECHOED_REPLY_CHARS:
+            echoed = echoed[:ECHOED_REPLY_CHARS] + "…"
         messages = [
             *self.body["messages"],
-            {"role": "assistant", "content": reply.text},
+            {"role": "assistant", "content": echoed},
             {"role": "user", "content": correction},
         ]
-        self.body = {**self.body, "messages": messages}
-        return self.body
+        return {**self.body, "messages": messages}
 
     def outcome(self) -> tuple[dict[str, Any], list[Delta], str]:
         """The answer the client gets (the first upstream answer, its usage summed over all
