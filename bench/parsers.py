@@ -253,6 +253,67 @@ DIALECT_FLOODS = {
         'read_file(path="a.py")\n',
     ),
     "pythonic": ('[read_file(path="a.py")]', "[read_file(", 'read_file(path="a.py"), '),
+    "cohere": (
+        '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "read_file", "parameters":'
+        ' {"path": "a.py"}}]<|END_ACTION|>',
+        "<|START_ACTION|>[",
+        '{"tool_call_id": "0", ',
+    ),
+    "dsml": (
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+        '<｜DSML｜parameter name="path" string="true">a.py</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n',
+        '<｜DSML｜parameter name="path" string="false">1</｜DSML｜parameter>\n',
+    ),
+    "functionary": ('all\nLet me check.\n>>>read_file\n{"path": "a.py"}', ">>>read_file\n{", ">>>"),
+    "gemma4": (
+        '<|tool_call>call:read_file{path:<|"|>a.py<|"|>}<tool_call|>',
+        "<|tool_call>call:read_file{",
+        'path:<|"|>a.py<|"|>,',
+    ),
+    "hunyuan": (
+        '<tool_calls>[{"name": "read_file", "arguments": {"path": "a.py"}}]</tool_calls>',
+        "<tool_calls>[",
+        '{"name": "read_file", ',
+    ),
+    "kimi-k3": (
+        '<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|>'
+        '<|open|>argument key="path" type="string"<|sep|>a.py<|close|>argument<|sep|>'
+        "<|close|>call<|sep|><|close|>tools<|sep|>",
+        '<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|>',
+        '<|open|>argument key="path" type="string"<|sep|>',
+    ),
+    "minimax-m3": (
+        ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="read_file">]<]minimax[>[<path>'
+        "a.py]<]minimax[>[</path>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+        ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="read_file">',
+        "]<]minimax[>[<path>",
+    ),
+    "phi4-mini": (
+        'functools[{"name": "read_file", "arguments": {"path": "a.py"}}]',
+        "functools[",
+        '{"name": "read_file", ',
+    ),
+    "python-list": (
+        '<|tool_call_start|>[read_file(path="a.py")]<|tool_call_end|>',
+        "<|tool_call_start|>[",
+        'read_file(path="a.py"), ',
+    ),
+    "seed-oss": (
+        "<seed:tool_call>\n<function=read_file>\n<parameter=path>a.py</parameter>\n"
+        "</function>\n</seed:tool_call>",
+        "<seed:tool_call>\n<function=read_file>\n",
+        "<parameter=path>",
+    ),
+    "step3": (
+        "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
+        '<steptml:invoke name="read_file">\n<steptml:parameter name="path">a.py'
+        "</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+        "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
+        '<steptml:invoke name="read_file">\n',
+        '<steptml:parameter name="path">',
+    ),
 }
 
 

@@ -6,7 +6,9 @@ every `ThinkStart.tag`/`ThinkEnd.tag`, and the `original` of every `ToolCall` an
 `ToolCallUnfinished` reproduces the model's output, less layout: whitespace-only text that
 lies between the start of the output or a call and a call or the end of the output, and
 there the empty shell calls were wrapped in (a code fence's lines, a wrapper tag and its
-closing; see `streaming/call_shell.py`).
+closing; see `streaming/call_shell.py`), and a code fence holding only calls wherever it
+stands (`streaming/call_hold.py`); and a result the model invented for its own call, right
+after it, which only its error record keeps (`streaming/invented_result.py`).
 """
 
 from __future__ import annotations
@@ -97,14 +99,17 @@ class ErrorKind(StrEnum):
     TOOL_CHOICE_UNMET = "tool_choice_unmet"  # a forced choice answered with text, no call
     TOOL_NAME_SPELLING = "tool_name_spelling"  # a call made under the name its written one spells
     PARSE_BUDGET = "parse_budget"  # the response's parse budget is spent: the rest is text
+    INVENTED_RESULT = "invented_result"  # a result written for its own call: dropped
 
 
 @dataclass(frozen=True, slots=True)
 class ParseError:
     """Model output that could not become a call as-is. Its text was emitted unchanged: as
     text, or (for a call already streamed) as the original of a ToolCallUnfinished; only a
-    TOOL_CHOICE_FALLBACK's text became a call anyway (to the named tool, with {}), and a
-    TOOL_NAME_SPELLING's call was made under the declared name its written name spells."""
+    TOOL_CHOICE_FALLBACK's text became a call anyway (to the named tool, with {}), a
+    TOOL_NAME_SPELLING's call was made under the declared name its written name spells, and
+    an INVENTED_RESULT's text (a result the model wrote for its own call) was dropped: the
+    record's original is the only place it is kept."""
 
     kind: ErrorKind
     message: str

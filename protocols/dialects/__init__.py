@@ -4,16 +4,27 @@ two begin with the same marker, what follows it tells them apart), so their orde
 matter."""
 
 from . import (  # noqa: F401  (registers the dialects)
+    cohere,
     deepseek,
+    dsml,
+    functionary,
     gemma,
+    gemma4,
     glm,
     granite,
     harmony,
     hermes,
+    hunyuan,
     invoke,
     kimi,
+    kimi_k3,
     llama,
+    minimax_m3,
     mistral,
+    phi4_mini,
+    python_list,
     pythonic,
     qwen3_coder,
+    seed_oss,
+    step3,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..formats.qwen3_coder import CALL_START, FUNCTION_START, MAX_NAME_CHARS, open_call
 from ..registry import register
-from ..streaming.dialect_forms import Dialect, Piece, blanks, literal, open_form
+from ..streaming.dialect_forms import Dialect, Piece, blanks, followed_by, literal, open_form
 from ..streaming.keyed_values import MAX_GAP_CHARS
 
 _FUNCTION = [
@@ -25,5 +25,10 @@ _FUNCTION = [
 class Qwen3Coder(Dialect):
     forms = (
         open_form(CALL_START, [blanks(MAX_GAP_CHARS), *_FUNCTION], open_call),
-        open_form(FUNCTION_START, _FUNCTION[1:], open_call),
+        # Unwrapped, what follows tells it from Functionary's `<function=f>{...}`.
+        open_form(
+            FUNCTION_START,
+            [*_FUNCTION[1:], blanks(MAX_GAP_CHARS), followed_by("<", "<")],
+            open_call,
+        ),
     )

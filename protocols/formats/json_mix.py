@@ -111,8 +111,8 @@ class _JsonMixParser(TagStreamParser):
     def _partial_open_start(self, text: str) -> int:
         return len(text)  # the start tag is an open token: the loop holds its beginning
 
-    def _open_call(self, open_tag: str, name: str) -> CallScanner:
-        return _JsonCall(self._ctx, open_tag, self._start, self._end)
+    def _open_call(self, ctx: CallContext, open_tag: str, name: str) -> CallScanner:
+        return _JsonCall(ctx, open_tag, self._start, self._end)
 
 
 class _JsonCall(CallScanner):

@@ -243,12 +243,12 @@ class _MorphXmlParser(TagStreamParser):
         follower = _AttributesFollower(head.end())
         return follower if follower.extend(held[head.end() :]) else None
 
-    def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
-        tool = self._ctx.tools[name]
+    def _open_call(self, ctx: CallContext, open_tag: str, name: str) -> CallScanner | None:
+        tool = ctx.tools[name]
         attributes = _attribute_arguments(open_tag, tool)
         if open_tag.endswith("/>"):
-            arguments = coerce_by_schema(attributes, tool.parameters, self._ctx.relaxed_budget)
-            self._ctx.complete_call(name, arguments, open_tag)
+            arguments = coerce_by_schema(attributes, tool.parameters, ctx.relaxed_budget)
+            ctx.complete_call(name, arguments, open_tag)
             return None
         body_tags = self._body_tags.get(name)
         if body_tags is None:
@@ -257,7 +257,7 @@ class _MorphXmlParser(TagStreamParser):
                 rf"{re.escape(CDATA_START)}|<{escaped}(?:\s{_ATTRIBUTES})?/?>|</{escaped}\s*>"
             )
             self._body_tags[name] = body_tags
-        return _MorphCall(self._ctx, open_tag, tool, attributes, body_tags)
+        return _MorphCall(ctx, open_tag, tool, attributes, body_tags)
 
 
 def _attribute_arguments(open_tag: str, tool: ToolSpec) -> dict[str, Any]:

@@ -140,5 +140,5 @@ class _QwenCoderParser(TagStreamParser):
             return wrapper
         return last
 
-    def _open_call(self, open_tag: str, name: str) -> CallScanner:
-        return KeyedValuesCall(self._ctx, open_tag, name, GRAMMAR)
+    def _open_call(self, ctx: CallContext, open_tag: str, name: str) -> CallScanner:
+        return KeyedValuesCall(ctx, open_tag, name, GRAMMAR)

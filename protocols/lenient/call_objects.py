@@ -44,7 +44,7 @@ def calls_in_json(
     for value in values:
         for item in value if isinstance(value, list) else [value]:
             if required_keys is not None and not (
-                isinstance(item, dict) and required_keys & item.keys()
+                isinstance(item, dict) and required_keys & _openai_function(item).keys()
             ):
                 raise CallObjectError(f"a call object holds none of {sorted(required_keys)}")
             calls.append(call_from_object(item, budget))
@@ -60,8 +60,7 @@ def call_from_object(item: Any, budget: RelaxedParseBudget) -> tuple[str, dict[s
     declares tools) is no call."""
     if not isinstance(item, dict):
         raise CallObjectError("a call must be a JSON object")
-    if isinstance(item.get("function"), dict):
-        item = item["function"]
+    item = _openai_function(item)
     name = next((item[key] for key in NAME_KEYS if key in item), None)
     if not isinstance(name, str) or not name:
         raise CallObjectError("the call has no tool name")
@@ -78,6 +77,13 @@ def call_from_object(item: Any, budget: RelaxedParseBudget) -> tuple[str, dict[s
     if not isinstance(arguments, dict):
         raise CallObjectError("arguments must be a JSON object")
     return name, arguments
+
+
+def _openai_function(item: dict[str, Any]) -> dict[str, Any]:
+    """The call inside OpenAI's shape, `{"type": "function", "function": {name, arguments}}`
+    (what a model that has seen API traffic writes back), else the object itself."""
+    function = item.get("function")
+    return function if isinstance(function, dict) else item
 
 
 def _is_object_schema(value: Any) -> bool:

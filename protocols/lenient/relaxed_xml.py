@@ -13,7 +13,7 @@ Rules beyond the spec, decided here:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,8 +70,9 @@ def parse_xml_arguments(
     Each argument tag is charged to `budget` (a default-sized one of its own when none is
     given). Raises RelaxedXMLError (never anything else) when the body cannot be understood.
     """
-    tags = _argument_tags(body, budget or RelaxedParseBudget())
-    return _arguments(body, tags, declared_properties(schema or {}), parsed_values or {})
+    properties = declared_properties(schema or {})
+    tags = _argument_tags(body, budget or RelaxedParseBudget(), properties)
+    return _arguments(body, tags, properties, parsed_values or {})
 
 
 def parse_xml_calls(
@@ -92,8 +93,8 @@ def parse_xml_calls(
     parse_xml_arguments is.
     """
     budget = budget or RelaxedParseBudget()
-    tags = _argument_tags(body, budget)
     properties = declared_properties(schema or {})
+    tags = _argument_tags(body, budget, properties)
     known = parsed_values or {}
     names = {tag.name for tag in tags}
     items = LIST_MEMBER in names and LIST_MEMBER not in properties
@@ -109,8 +110,10 @@ def parse_xml_calls(
     ]
 
 
-def _argument_tags(body: str, budget: RelaxedParseBudget) -> list[_ArgumentTag]:
-    tags, has_stray_text = _scan_top_level(body, budget)
+def _argument_tags(
+    body: str, budget: RelaxedParseBudget, declared: Collection[str]
+) -> list[_ArgumentTag]:
+    tags, has_stray_text = _scan_top_level(body, budget, declared)
     if not tags and has_stray_text:
         raise RelaxedXMLError("body has text but no argument tags")
     return tags
@@ -214,9 +217,12 @@ def arguments_are_complete(body: str, budget: RelaxedParseBudget | None = None) 
     return all(tag.closed for tag in tags) and body.count(_CDATA_START) == body.count(_CDATA_END)
 
 
-def _scan_top_level(body: str, budget: RelaxedParseBudget) -> tuple[list[_ArgumentTag], bool]:
+def _scan_top_level(
+    body: str, budget: RelaxedParseBudget, declared: Collection[str] = ()
+) -> tuple[list[_ArgumentTag], bool]:
     """The body's top-level tags, and whether non-whitespace text lies between them. Each
-    tag is charged to `budget`."""
+    tag is charged to `budget`. A tag of a `declared` argument left unclosed ends where
+    another declared argument's tag does (see `_misclosed`)."""
     tags: list[_ArgumentTag] = []
     has_stray_text = False
     position = 0
@@ -231,6 +237,12 @@ def _scan_top_level(body: str, budget: RelaxedParseBudget) -> tuple[list[_Argume
             except RelaxedJSONError as error:
                 raise RelaxedXMLError(str(error)) from None
             inner_end, position, closed = _find_close(body, opened)
+            if not closed and opened["name"] in declared:
+                inner_end, position, closed = _misclosed(body, opened, declared) or (
+                    inner_end,
+                    position,
+                    closed,
+                )
             tags.append(_ArgumentTag(opened["name"], opened.end(), inner_end, closed))
         elif markup := next((m for m in _SKIPPED_MARKUP if body.startswith(m, lt)), None):
             position = _skip_past(body, lt, _SKIPPED_MARKUP[markup])
@@ -271,6 +283,26 @@ def _find_close(body: str, opened: re.Match[str]) -> tuple[int, int, bool]:
             if depth > MAX_DEPTH:
                 raise RelaxedXMLError(f"<{opened['name']}> nested deeper than {MAX_DEPTH}")
     return len(body), len(body), False
+
+
+def _misclosed(
+    body: str, opened: re.Match[str], declared: Collection[str]
+) -> tuple[int, int, bool] | None:
+    """Where an argument never closed by its own tag ends: at the closing tag of another
+    declared argument, which the model wrote in its place (`<end>SF</start>`), or at the
+    next declared argument's opening tag. As `_find_close` gives it, or None."""
+    name = opened["name"]
+    position = opened.end()
+    while found := _TAG_OR_CDATA.search(body, position):
+        position = found.end()
+        if found["cdata"]:
+            position = _skip_past(body, found.start(), _CDATA_END)
+        elif found["name"] != name and found["name"] in declared:
+            # A tag on a line of its own: the line break before it is layout.
+            before = body[opened.end() : found.start()].rstrip(" \t")
+            end = opened.end() + len(before.removesuffix("\n").removesuffix("\r"))
+            return end, found.end() if found["slash"] else found.start(), True
+    return None
 
 
 def _skip_past(text: str, start: int, terminator: str) -> int:

@@ -183,6 +183,11 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
     types = declared_types(schema)
     is_array = "array" in types and "object" not in types
     items, properties = schema.get("items"), declared_properties(schema)
+    if is_array and isinstance(items, Mapping) and _names_members(children, items):
+        # One object of the array, written with the array's name (repeated, the element is
+        # the list's member, as Roo Code's `<files><path>a</path></files>` is), not a
+        # wrapper whose children are the members.
+        return _element_value(element, items, depth, raw_inner)
     pairs = [
         (
             key,
@@ -202,6 +207,15 @@ def _element_value(element: Any, schema: Any, depth: int, raw_inner: str | None 
     if set(grouped) == {str(index) for index in range(len(grouped))}:
         return [grouped[str(index)] for index in range(len(grouped))]
     return grouped
+
+
+def _names_members(children: list[Any], schema: Mapping[str, Any]) -> bool:
+    """Whether every child element names a member of the object `schema` declares
+    (`<item>` never does: it is the list's own member)."""
+    members = declared_properties(schema)
+    return bool(members) and all(
+        (key := _key(child)) in members and key != LIST_MEMBER for child in children
+    )
 
 
 def _leaf_text(text: str) -> str:

@@ -43,6 +43,21 @@ _SEPARATORS = re.compile(r"[\s,;]*")  # between call objects, as `parse_json_val
 _ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
 
 
+def fenced_call_objects(
+    text: str, declared: DeclaredTools, budget: RelaxedParseBudget
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls a code fence of JSON holds (`text`, its fence lines included) when it holds
+    call objects of declared tools alone (as the whole answer must, see OffProtocolAnswer),
+    else None."""
+    try:
+        calls = calls_in_json(
+            text.strip(), complete_only=True, budget=budget, required_keys=_ARGUMENTS_KEYS
+        )
+    except CallObjectError:
+        return None
+    return calls if all(name in declared for name, _ in calls) else None
+
+
 class OffProtocolAnswer:
     """The start of an answer, held while it may still be off-protocol call objects.
     `feed` says whether it still may; `calls` reads it once the output has ended."""
@@ -144,7 +159,9 @@ class OffProtocolAnswer:
             begins = form.begins.match(text, position)
             name = begins.groupdict().get("name") if begins else None
             if begins and (name is None or resolve_tool_name(name, self._declared)):
-                self._json_start, self._closing, self._form = position, closing, form
+                # The calls' JSON (or list) begins at the group `body` where a word leads.
+                start = begins.start("body") if "body" in form.begins.groupindex else position
+                self._json_start, self._closing, self._form = start, closing, form
                 return True
         if text.startswith(_VALUE_OPENERS, position):
             if text.startswith("[", position) and self._may_begin(text[position:]):

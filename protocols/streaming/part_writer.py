@@ -1,11 +1,20 @@
 """The writer a parser hands its parts to during one feed: it groups contiguous text into
-text blocks and holds back layout (`call_shell`), so the parts it gives out keep the
-accounting rule of `parts`."""
+text blocks, holds back layout (`call_shell`), and follows where the text stands
+(`reading_context`), holding calls whose reading the text after them decides (`call_hold`),
+so the parts it gives out keep the accounting rule of `parts`."""
 
 from __future__ import annotations
 
-from ..parts import Part, TextDelta, TextEnd, TextStart, ToolCallDelta
+from collections.abc import Callable
+
+from ..parts import Part, TextDelta, TextEnd, TextStart, ToolCall, ToolCallDelta, ToolCallStart
+from .call_hold import CallHold, Outcome, Phase
 from .call_shell import CallShell
+from .reading_context import ReadingContext, Verdict
+
+# Reads a fence of JSON held after prose as call objects and emits them: False when it
+# holds none (see `off_protocol.FencedCallObjects`).
+FencedCalls = Callable[[str], bool]
 
 
 class PartWriter:
@@ -16,11 +25,26 @@ class PartWriter:
     held until text that is not layout follows, and dropped if a call or the end comes
     first. Clients would otherwise show it as a message of its own. An output with no call
     at all has no layout: a whole answer that is only whitespace (or a lone fence) is its
-    text."""
+    text.
 
-    __slots__ = ("_block", "_blocks", "_called", "_parts", "_run", "_run_of", "_shell")
+    Held calls (see `begin_call`) arrive whole (atomic); in `incremental` mode they are
+    sent as a start, one fragment and the call, once they are decided."""
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "_block",
+        "_blocks",
+        "_called",
+        "_hold",
+        "_incremental",
+        "_parts",
+        "_run",
+        "_run_of",
+        "_shell",
+        "context",
+        "fenced_calls",
+    )
+
+    def __init__(self, *, incremental: bool = False) -> None:
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
@@ -31,8 +55,111 @@ class PartWriter:
         # read in small pieces, each of which adds a little).
         self._run: list[str] = []
         self._run_of: TextDelta | ToolCallDelta | None = None  # the run's first part
+        self._incremental = incremental
+        self.context = ReadingContext()
+        self._hold: CallHold | None = None
+        self.fenced_calls: FencedCalls | None = None
+
+    def begin_call(self) -> Verdict:
+        """A call form begins after the text written so far: its verdict. TEXT: its open
+        tag is to be written as text; HOLD_*: the call is to be read whole (atomic) and
+        handed to `call_part`, which holds it until it is decided."""
+        verdict = self.context.verdict()
+        hold = self._hold
+        if hold is not None:
+            outcome = hold.call(verdict)
+            if outcome is Outcome.WAIT:
+                return verdict
+            self._decide(outcome)
+        if verdict is Verdict.CALL:
+            self.context.called()
+        elif verdict is not Verdict.TEXT:
+            phase = Phase.LINE if verdict is Verdict.HOLD_LINE else Phase.FENCE
+            self._hold = CallHold(self.context, phase, read_json=False)
+        return verdict
 
     def text(self, text: str) -> None:
+        while text:
+            hold = self._hold
+            if hold is not None:
+                taken, outcome = hold.text(text)
+                if outcome is Outcome.WAIT:
+                    return
+                self._decide(outcome)
+                text = text[taken:]
+                continue
+            start = self.context.fence_opening_at(text)
+            if start == -1:
+                self.context.feed(text)
+                self._write_text(text)
+                return
+            if start:
+                self.context.feed(text[:start])
+                self._write_text(text[:start])
+            self._hold = CallHold(
+                self.context, Phase.OPENING, read_json=self.fenced_calls is not None
+            )
+            text = text[start:]
+
+    def marker(self, part: Part) -> None:
+        """A part that sits inside the text flow (think markers) without closing it; text
+        held as layout before it is text after all."""
+        if self._hold is not None:
+            self._decide(self._hold.end())
+        self.context.message_begins()
+        self._release(self._shell.flush())
+        self._add(part)
+
+    def call_part(self, part: Part) -> None:
+        if self._hold is not None:
+            self._hold.part(part)
+            return
+        self._write_call_part(part)
+
+    def end(self) -> None:
+        """The output ended: what is held is layout (dropped) only if a call was written;
+        other held text is text."""
+        if self._hold is not None:
+            self._decide(self._hold.end())
+        self._release(self._shell.finish() if self._called else self._shell.flush())
+        self._close_block()
+
+    def take(self) -> list[Part]:
+        self._end_run()
+        parts, self._parts = self._parts, []
+        return parts
+
+    def _decide(self, outcome: Outcome) -> None:
+        """End the hold: its calls are calls (the text held is their layout), or all it
+        holds is text, or it is a fence of JSON to read."""
+        hold, self._hold = self._hold, None
+        assert hold is not None
+        if outcome is Outcome.CALLS:
+            self.context.called()
+            for record in hold.records:
+                if not isinstance(record, str):
+                    self._write_held_call(record)
+            self._write_text(hold.tail)
+            return
+        if outcome is Outcome.JSON:
+            original = "".join(record for record in hold.records if isinstance(record, str))
+            assert self.fenced_calls is not None  # only then is a fence of JSON held
+            if self.fenced_calls(original):
+                self.context.called()
+                return
+        for record in hold.records:
+            if isinstance(record, str):
+                self._write_text(record)
+            elif isinstance(record, ToolCall):
+                self._write_text(record.original)
+
+    def _write_held_call(self, part: Part) -> None:
+        if self._incremental and isinstance(part, ToolCall):
+            self._write_call_part(ToolCallStart(part.id, part.name))
+            self._add(ToolCallDelta(part.id, part.arguments))
+        self._write_call_part(part)
+
+    def _write_text(self, text: str) -> None:
         if not text:
             return
         block = self._block
@@ -43,10 +170,10 @@ class PartWriter:
             text, block = released, self._open_block()
         self._add(TextDelta(block, text))
 
-    def marker(self, part: Part) -> None:
-        """A part that sits inside the text flow (think markers) without closing it; text
-        held as layout before it is text after all."""
-        self._release(self._shell.flush())
+    def _write_call_part(self, part: Part) -> None:
+        self._release(self._shell.before_call())
+        self._close_block()
+        self._called = True
         self._add(part)
 
     def _release(self, held: str) -> None:
@@ -64,12 +191,6 @@ class PartWriter:
         if self._block is not None:
             self._add(TextEnd(self._block))
             self._block = None
-
-    def call_part(self, part: Part) -> None:
-        self._release(self._shell.before_call())
-        self._close_block()
-        self._called = True
-        self._add(part)
 
     def _add(self, part: Part) -> None:
         run_of = self._run_of
@@ -93,14 +214,3 @@ class PartWriter:
                 run_of = ToolCallDelta(run_of.id, "".join((run_of.arguments, *self._run)))
             self._run = []
         self._parts.append(run_of)
-
-    def end(self) -> None:
-        """The output ended: what is held is layout (dropped) only if a call was written;
-        other held text is text."""
-        self._release(self._shell.finish() if self._called else self._shell.flush())
-        self._close_block()
-
-    def take(self) -> list[Part]:
-        self._end_run()
-        parts, self._parts = self._parts, []
-        return parts

@@ -4,13 +4,14 @@ scanner, which works under the commit policy (`commit_policy`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
-from ..base import ParserOptions, StreamParser, UnknownTools
+from ..base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
 from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
@@ -30,9 +31,11 @@ from .dialect_forms import (
     dialect_names,
     dialect_search,
 )
+from .invented_result import InventedResult, result_after_call
 from .marker_scan import MarkerScan, marker_scan
-from .off_protocol import OffProtocolAnswer
+from .off_protocol import OffProtocolAnswer, fenced_call_objects
 from .part_writer import PartWriter
+from .reading_context import Verdict
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -92,7 +95,7 @@ class TagStreamParser(StreamParser):
         """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
         the text are held back by the loop itself (see `_partial_open_start`)."""
         self._ctx = CallContext(
-            out=PartWriter(),
+            out=PartWriter(incremental=options.mode is ArgumentsMode.INCREMENTAL),
             tools=DeclaredTools(tools),
             on_error=on_error or _ignore_error,
             mode=options.mode,
@@ -102,6 +105,9 @@ class TagStreamParser(StreamParser):
         )
         # Dialect calls name declared tools only, whatever UNKNOWN_TOOLS says.
         self._dialect_ctx = self._ctx.with_unknown_tools(UnknownTools.TEXT)
+        # A call held until the text after it decides (`reading_context`) is read whole.
+        self._held_ctx = dataclasses.replace(self._ctx, mode=ArgumentsMode.ATOMIC)
+        self._held_dialect_ctx = dataclasses.replace(self._dialect_ctx, mode=ArgumentsMode.ATOMIC)
         self._dialects, self._tag_chars, self._outside, self._inside = _machinery(
             type(self), tuple(open_tokens), tuple(dialect_names())
         )
@@ -114,6 +120,7 @@ class TagStreamParser(StreamParser):
         self._budget_spent = False
         self._pending = ""
         self._call: CallScanner | None = None
+        self._after_call = False  # a call just ended: a result the model invents may follow
         self._in_think = False
         # Inside a think block from a call open tag on: how much of `_pending` has been
         # searched for `</think>` (None while no call tag is held).
@@ -130,6 +137,8 @@ class TagStreamParser(StreamParser):
             if options.off_protocol_calls
             else None
         )
+        if options.off_protocol_calls:
+            self._ctx.out.fenced_calls = self._fenced_calls
 
     @abstractmethod
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
@@ -141,8 +150,9 @@ class TagStreamParser(StreamParser):
         The beginnings of `open_tokens` are the loop's to find."""
 
     @abstractmethod
-    def _open_call(self, open_tag: str, name: str) -> CallScanner | None:
-        """A scanner for the call this tag opens; None when the tag alone was the call."""
+    def _open_call(self, ctx: CallContext, open_tag: str, name: str) -> CallScanner | None:
+        """A scanner for the call this tag opens, working through `ctx`; None when the tag
+        alone was the call."""
 
     # Whether `_follow_held` may follow a held-back suffix (Morph-XML's tags can be long).
     _follows_held: ClassVar[bool] = False
@@ -231,6 +241,14 @@ class TagStreamParser(StreamParser):
         held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
         return held
 
+    def _fenced_calls(self, original: str) -> bool:
+        """Emit the calls a fence of JSON after prose holds (see `call_hold`), if it does."""
+        calls = fenced_call_objects(original, self._declared, self._ctx.relaxed_budget)
+        if calls is None:
+            return False
+        self._ctx.complete_calls(calls, original)
+        return True
+
     def _opens_call(self, text: str) -> bool:
         call, _, _ = self._locate(text, self._outside, 0)
         return call is not None and call[0] == 0
@@ -318,8 +336,12 @@ class TagStreamParser(StreamParser):
                 if rest is None:
                     self._pending = ""
                     return
+                self._after_call = not isinstance(self._call, InventedResult)
                 self._call = None
                 self._pending = rest
+            elif self._after_call:
+                if not self._advance_after_call():
+                    return
             elif self._budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
@@ -330,6 +352,22 @@ class TagStreamParser(StreamParser):
                     return
             elif not self._advance_outside():
                 return
+
+    def _advance_after_call(self) -> bool:
+        """Right after a call: a result block the model invents for it is dropped (see
+        `invented_result`); False when more text is needed to tell."""
+        text = self._pending
+        start, opening, may_come = result_after_call(text, self._ended)
+        if opening is not None:
+            self._call = InventedResult(self._ctx, text[:start], opening, self._holds_call)
+            self._pending = text[opening.end() :]
+        elif may_come:
+            return False
+        self._after_call = False
+        return True
+
+    def _holds_call(self, text: str) -> bool:
+        return self._locate(text, self._outside, 0)[0] is not None
 
     def _advance_in_think(self) -> bool:
         """Emit think text up to `</think>`; False when more text is needed. A call open tag
@@ -378,6 +416,8 @@ class TagStreamParser(StreamParser):
         if call is not None:
             start, end, name, form = call
             out.text(text[:start])
+            # Charged before its verdict: a call form shown as text costs its tag, one held
+            # is read whole, and a hold must not begin for a call the budget cannot pay.
             try:
                 self._ctx.relaxed_budget.spend_calls()
             except RelaxedJSONError as error:
@@ -387,10 +427,17 @@ class TagStreamParser(StreamParser):
                 self._budget_spent = True
                 self._pending = text[start:]
                 return True
-            if form is None:
-                self._call = self._open_call(text[start:end], name)
+            verdict = out.begin_call()
+            held = verdict is not Verdict.CALL
+            if verdict is Verdict.TEXT:  # shown, not written to act: its open tag is text
+                out.text(text[start:end])
+            elif form is None:
+                self._call = self._open_call(
+                    self._held_ctx if held else self._ctx, text[start:end], name
+                )
             else:
-                self._call = form.scanner(self._dialect_ctx, text[start:end], name)
+                ctx = self._held_dialect_ctx if held else self._dialect_ctx
+                self._call = form.scanner(ctx, text[start:end], name)
             self._pending = text[end:]
             return True
         self._hold(text, waiting, ruled_out)

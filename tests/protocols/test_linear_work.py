@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from dialect_corpus import CASES
+from corpus_cases import corpus
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
@@ -33,6 +33,7 @@ MAX_WORK_RATIO = 6.0
 SMALL_FLOOD_CHARS = 2_000
 # The tags of the corpus's calls: markup, bracket tokens, special tokens, a JSON body's start.
 _TAG = re.compile(r"<[^<>\n]{1,48}>|\[[A-Z_]{3,20}\]|<｜[^｜]{1,32}｜>|\{")
+CASES = corpus(Path(__file__).parent / "dialects" / "dialect_corpus")
 
 
 def _floods() -> Iterator[tuple[str, str, str]]:
@@ -40,9 +41,9 @@ def _floods() -> Iterator[tuple[str, str, str]]:
     seen: set[tuple[str, str]] = set()
     dialects: set[str] = set()
     for case in CASES:
-        if not case.expects("calls", "morph-xml") or case.dialect in dialects:
+        if not case.expects("calls", "morph-xml") or case.group in dialects:
             continue
-        dialects.add(case.dialect)
+        dialects.add(case.group)
         shapes = [(case.output, "")]
         for tag in _TAG.finditer(case.output):
             shapes.append((case.output[: tag.end()], ""))  # the call's opening, repeated
@@ -50,7 +51,7 @@ def _floods() -> Iterator[tuple[str, str, str]]:
         for unit, before in shapes:
             if (unit, before) not in seen:
                 seen.add((unit, before))
-                yield f"{case.dialect}-{len(seen)}", unit, before
+                yield f"{case.group}-{len(seen)}", unit, before
 
 
 FLOODS = list(_floods())

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from parser_harness import PROTOCOL_NAMES, check_contract, fragments, run
 
-from protocols import ArgumentsMode, ErrorKind, get_protocol
+from protocols import ArgumentsMode, ErrorKind, TextDelta, ToolCallDelta, get_protocol
 from protocols.lenient.relaxed_json import (
     ARGUMENT_CHARGE_CHARS,
     CALL_CHARGE_CHARS,
@@ -123,3 +123,40 @@ def test_a_call_streaming_when_the_budget_runs_out_is_finished() -> None:
     assert fragments(result.parts) == result.calls[0].arguments
     assert result.errors == []
     check_contract(result)
+
+
+def _fenced_calls_answer(protocol: str, count: int) -> str:
+    call = get_protocol(protocol).render_call("read_file", {"path": "a.py"})
+    return f"Let me read the files.\n```\n{call * count}```\n" + "Then I explain them. " * 100
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("chunks", [None, 7])
+def test_a_fence_of_calls_held_past_the_budget_is_text_whole(
+    protocol: str, chunks: int | None
+) -> None:
+    # The calls of a fence are held until the fence shows it holds calls alone; past the
+    # budget its rest is not read, so that is never shown and the fence, calls paid for
+    # included, stays text as written (a false call is worse than a missed one).
+    answer = _fenced_calls_answer(protocol, 30)
+    paid = run(protocol, answer, chunks=chunks)
+    assert len(paid.calls) == 30
+    result = run(protocol, answer, chunks=chunks, relaxed_parse_budget_chars=10 * CALL_CHARGE_CHARS)
+    check_contract(result)
+    assert (result.calls, result.text) == ([], answer)
+    assert result.error_kinds == [ErrorKind.PARSE_BUDGET]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+def test_held_calls_read_whole_leave_one_part_per_text_block_and_call(protocol: str) -> None:
+    # Read in 512-character pieces, the held text and calls still come out coalesced: one
+    # text delta a block, and a held call streamed as its start, one fragment, the call.
+    answer = _fenced_calls_answer(protocol, 3) + "More. " * 200
+    result = run(protocol, answer, mode=ArgumentsMode.INCREMENTAL)
+    check_contract(result)
+    assert len(result.calls) == 3
+    parts = result.batches[0]
+    blocks = {part.id for part in parts if isinstance(part, TextDelta)}
+    assert len([part for part in parts if isinstance(part, TextDelta)]) == len(blocks) == 2
+    deltas = [part for part in parts if isinstance(part, ToolCallDelta)]
+    assert [delta.arguments for delta in deltas] == [call.arguments for call in result.calls]

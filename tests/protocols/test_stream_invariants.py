@@ -382,10 +382,12 @@ def test_any_json_arguments_arrive_unchanged_for_any_chunking(
         pytest.param("json-mix", "Hello <", "Hello ", id="json-mix-lone-lt-at-end"),
         pytest.param("json-mix", "a < b and c", "a < b and c", id="json-mix-lt-in-prose"),
         pytest.param("json-mix", "x <tool_cal", "x ", id="json-mix-all-but-last-char"),
-        pytest.param("json-mix", "x <tool-call>", "x <tool-call>", id="json-mix-other-tag"),
-        pytest.param("json-mix", "x </tool_call>", "x </tool_call>", id="json-mix-stray-end"),
+        pytest.param("json-mix", "x <tool-call> y", "x <tool-call> y", id="json-mix-other-tag"),
+        pytest.param("json-mix", "x </tool_call>.", "x </tool_call>.", id="json-mix-stray-end"),
+        # A `>` at the end may begin Functionary's `>>>` route.
+        pytest.param("json-mix", "x </tool_call>", "x </tool_call", id="functionary-route"),
         pytest.param("json-mix", "I think <thi", "I think ", id="json-mix-partial-think"),
-        pytest.param("morph-xml", "<div>Hello</div>", "<div>Hello</div>", id="morph-xml-html"),
+        pytest.param("morph-xml", "<div>Hello</div>\n", "<div>Hello</div>\n", id="morph-xml-html"),
         pytest.param("morph-xml", "Use <read_fi", "Use ", id="morph-xml-partial-tool-name"),
         pytest.param("morph-xml", "Use <read_file", "Use ", id="morph-xml-name-without-gt"),
         pytest.param("morph-xml", 'Use <search id="', "Use ", id="morph-xml-open-attributes"),
@@ -397,7 +399,9 @@ def test_any_json_arguments_arrive_unchanged_for_any_chunking(
         pytest.param("morph-xml", "<tool_result>\n ", "", id="wrapper-tag-before-calls"),
         pytest.param("morph-xml", "<read_filex", "", id="wrapper-tag-or-not-yet"),
         pytest.param("morph-xml", "<tool_result>\nHi", "<tool_result>\nHi", id="no-shell"),
-        pytest.param("json-mix", "Hi\n```python", "Hi\n```python", id="fence-after-prose"),
+        # A fence's opening line is held until its first line shows whether it holds calls.
+        pytest.param("json-mix", "Hi\n```python", "Hi\n", id="fence-after-prose"),
+        pytest.param("json-mix", "Hi\n```python\nx", "Hi\n```python\nx", id="code-after-prose"),
         # A bare fence may still be Gemma's ```tool_code block (a dialect): held till it shows.
         pytest.param("json-mix", "Hi\n```", "Hi\n", id="fence-may-be-tool-code"),
         pytest.param("morph-xml", "x <rea", "x ", id="morph-xml-short-prefix"),
@@ -524,10 +528,10 @@ def test_segments_are_non_empty_call_texts_at_their_offsets(protocol: str, sourc
 
 
 def test_segments_of_a_text_with_two_calls() -> None:
-    source = "ab" + XML_CALL + "cd" + XML_CALL
+    source = "ab\n" + XML_CALL + "\ncd\n" + XML_CALL
     segments = get_protocol("morph-xml").extract_tool_call_segments(source, TOOLS)
-    first = 2
-    second = first + len(XML_CALL) + 2
+    first = 3
+    second = first + len(XML_CALL) + 4
     assert [(s.start, s.end) for s in segments] == [
         (first, first + len(XML_CALL)),
         (second, second + len(XML_CALL)),

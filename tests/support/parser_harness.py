@@ -234,12 +234,20 @@ def check_contract(result: Result) -> None:
 
 # Layout: blanks, and the empty shell calls were written in (fence lines, wrapper tags).
 LAYOUT = re.compile(r"\s*(?:(?:```[\w.+-]*|</?[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>)\s*)*")
+FENCE_LINE = re.compile(r"^ {0,3}```", re.MULTILINE)
+# A result the model wrote for its own call, dropped with an `invented_result` record.
+INVENTED = re.compile(
+    r"\s*<(tool_result|tool_response)\b[^<>]*>.*?</\1>\s*"
+    r"|\s*<start_function_response>.*?<end_function_response>\s*",
+    re.DOTALL,
+)
 
 
 def _check_nothing_lost(result: Result) -> None:
     """The parts rebuild the source, less layout: a run of blanks and shell lines may be
-    missing only between (the start or a call) and (a call, text or the end), never right
-    after text, and never in an output with no call."""
+    missing only between (the start or a call) and (a call, text or the end), or between
+    text and a call when it opens a code fence (the fence holds only calls), and never in
+    an output with no call."""
     source, position, after_text = result.source, 0, False
     pieces: list[tuple[bool, str]] = []  # (is text, piece)
     for part in result.parts:
@@ -250,20 +258,27 @@ def _check_nothing_lost(result: Result) -> None:
         elif isinstance(part, ToolCall | ToolCallUnfinished):
             pieces.append((False, part.original))
     for is_text, piece in pieces:
-        if piece and not after_text:
+        if piece and (not after_text or not is_text):
             start = source.find(piece, position)
             assert start >= position, f"{piece[:80]!r} not found"
             dropped = source[position:start]
-            assert LAYOUT.fullmatch(dropped), f"dropped: {dropped!r}"
+            assert LAYOUT.fullmatch(dropped) or _invented(result, dropped), f"dropped: {dropped!r}"
+            assert not (after_text and dropped) or FENCE_LINE.search(dropped), dropped
             position = start
         assert source.startswith(piece, position), (position, piece[:80], source[position:][:80])
         position += len(piece)
         after_text = is_text if piece else after_text
     rest = source[position:]
     called = any(not is_text for is_text, _piece in pieces)  # with no call, no layout
-    assert not rest or (called and not after_text and LAYOUT.fullmatch(rest)), (
-        f"lost: {rest[:80]!r}"
-    )
+    assert not rest or (
+        called and not after_text and (LAYOUT.fullmatch(rest) or _invented(result, rest))
+    ), f"lost: {rest[:80]!r}"
+
+
+def _invented(result: Result, dropped: str) -> bool:
+    """Whether `dropped` is results the model invented after a call, each with its record."""
+    originals = [e.original for e in result.errors if e.kind is ErrorKind.INVENTED_RESULT]
+    return bool(INVENTED.fullmatch(dropped)) and all(o in dropped for o in originals[:1])
 
 
 def _check_text_blocks(parts: Sequence[Part]) -> None:

@@ -5,48 +5,28 @@ mode (a stream and a whole answer never disagree), and the parser contract holds
 
 from __future__ import annotations
 
-import random
+from pathlib import Path
 
 import pytest
-from dialect_corpus import CASES, Case
-from parser_harness import MODES, PROTOCOL_NAMES, Chunks, check_contract, run
+from corpus_cases import Case, check_alike, corpus
+from parser_harness import PROTOCOL_NAMES, check_contract, run
 
 from protocols import ArgumentsMode, TextDelta
 from protocols.streaming.dialect_forms import dialect_names
 
-
-def _chunkings(case: Case, protocol: str) -> list[Chunks]:
-    """One character, seven, and cuts at random places (the same on every run)."""
-    draw = random.Random(f"{case.dialect}/{case.name}/{protocol}")
-    cuts = sorted(draw.sample(range(1, len(case.output)), min(12, len(case.output) - 1)))
-    return [1, 7, cuts]
+CASES = corpus(Path(__file__).parent / "dialect_corpus")
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
-@pytest.mark.parametrize("case", CASES, ids=[f"{case.dialect}-{case.name}" for case in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_a_dialect_output_parses_alike_in_every_protocol_mode_and_chunking(
     case: Case, protocol: str
 ) -> None:
-    calls = [tuple(call) for call in case.expects("calls", protocol)]
-    signatures = []
-    for mode in MODES:
-        whole = run(protocol, case.output, mode=mode)
-        check_contract(whole)
-        assert whole.call_values == calls, (mode, whole.text)
-        if case.expects("errors", protocol) is not None:
-            assert whole.error_kinds == case.expects("errors", protocol), mode
-        if case.expects("text", protocol) is not None:
-            assert whole.text == case.expects("text", protocol), mode
-        signatures.append(whole.signature())
-        for chunks in _chunkings(case, protocol):
-            chunked = run(protocol, case.output, chunks=chunks, mode=mode)
-            check_contract(chunked)
-            assert chunked.signature() == whole.signature(), (mode, chunks)
-    assert signatures[0] == signatures[1]  # incremental and atomic: the same calls and text
+    check_alike(case, protocol)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
-@pytest.mark.parametrize("case", CASES, ids=[f"{case.dialect}-{case.name}" for case in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_a_dialect_call_streamed_from_its_start_has_the_arguments_of_the_whole(
     case: Case, protocol: str
 ) -> None:
@@ -60,7 +40,7 @@ def test_a_dialect_call_streamed_from_its_start_has_the_arguments_of_the_whole(
 
 def test_every_dialect_has_at_least_three_cases_and_one_that_stays_text() -> None:
     for dialect in dialect_names():
-        cases = [case for case in CASES if case.dialect == dialect]
+        cases = [case for case in CASES if case.group == dialect]
         assert len(cases) >= 3, dialect
         assert any(not case.expects("calls", "morph-xml") for case in cases), dialect
 

@@ -270,11 +270,11 @@ def test_call_boundaries(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tags_split_at_every_position_are_recognised(mode: ArgumentsMode) -> None:
-    source = "Hi " + CALL + " bye " + READ_CALL
+    source = "Hi! " + CALL + " Bye. " + READ_CALL
     for cut in range(len(source) + 1):
         result = run(JSON_MIX, source, chunks=[cut], mode=mode)
         assert result.call_values == [WEATHER, ("read_file", {"path": "a.py"})], cut
-        assert result.text == "Hi  bye ", cut
+        assert result.text == "Hi!  Bye. ", cut
 
 
 @pytest.mark.parametrize(
@@ -354,12 +354,12 @@ def test_cut_off_small_call_is_text(mode: ArgumentsMode, chunks: Chunks) -> None
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
 def test_cut_off_call_is_unfinished_in_incremental_mode(chunks: Chunks) -> None:
-    result = run(JSON_MIX, "Sure. " + CUT_OFF_CALL, chunks=chunks, small_call_chars=0)
+    result = run(JSON_MIX, "Sure.\n" + CUT_OFF_CALL, chunks=chunks, small_call_chars=0)
     assert result.calls == []
     assert [(call.name, call.original) for call in result.unfinished] == [
         ("get_weather", CUT_OFF_CALL)
     ]
-    assert result.text == "Sure. "
+    assert result.text == "Sure.\n"
     assert result.error_kinds == [ErrorKind.UNFINISHED_CALL]
     check_contract(result)
 

@@ -85,8 +85,8 @@ def _write_file(content: str) -> str:
         pytest.param("<get_time />", "", [("get_time", {})], id="self-closing-with-space"),
         pytest.param("<get_time></get_time>", "", [("get_time", {})], id="empty-element"),
         pytest.param(
-            "Time: <get_time/> and weather: " + CALL,
-            "Time:  and weather: ",
+            "Time: <get_time/>\nWeather: " + CALL,
+            "Time: \nWeather: ",
             [("get_time", {}), WEATHER],
             id="self-closing-then-call",
         ),
@@ -238,11 +238,11 @@ def test_string_values_are_raw_text_with_layout_trimmed(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tags_split_at_every_position_are_recognised(mode: ArgumentsMode) -> None:
-    source = 'Hi <search id="1"><query>a < b</query><limit>5</limit></search> bye <get_time/>'
+    source = 'Hi! <search id="1"><query>a < b</query><limit>5</limit></search> Bye. <get_time/>'
     for cut in range(len(source) + 1):
         result = run(MORPH_XML, source, chunks=[cut], mode=mode)
         assert result.call_values == [("search", {"query": "a < b", "limit": 5}), ("get_time", {})]
-        assert result.text == "Hi  bye ", cut
+        assert result.text == "Hi!  Bye. ", cut
 
 
 DUPLICATE_PATH = "<write_file><path>a</path><path>b</path><content>x</content></write_file>"
@@ -310,9 +310,9 @@ def test_unclosed_call_with_an_incomplete_body_is_text_in_atomic_mode(
 def test_unclosed_call_with_an_incomplete_body_is_unfinished_in_incremental_mode(
     source: str, chunks: Chunks
 ) -> None:
-    result = run(MORPH_XML, "Sure. " + source, chunks=chunks, small_call_chars=0)
+    result = run(MORPH_XML, "Sure.\n" + source, chunks=chunks, small_call_chars=0)
     assert result.calls == []
-    assert result.text == "Sure. "
+    assert result.text == "Sure.\n"
     assert [(call.name, call.original) for call in result.unfinished] == [
         (source.split(">")[0].removeprefix("<"), source)
     ]
@@ -867,12 +867,12 @@ def test_a_long_unfinished_open_tag_costs_each_delta_its_own_length(
 def test_an_open_tag_inside_an_unfinished_attribute_waits_for_it() -> None:
     # Whole, the first tag is read first; streamed, the second completes first: the first,
     # still being written, decides. Here it never ends: at the output's end it is prose.
-    source = '<search query="<read_file><path>a.py</path></read_file> and more'
+    source = '<search query="<read_file><path>a.py</path></read_file>\nand more'
     whole = run(MORPH_XML, source)
     assert whole.call_values == [("read_file", {"path": "a.py"})]
-    assert whole.text == '<search query=" and more'
+    assert whole.text == '<search query="\nand more'
     assert run(MORPH_XML, source, chunks=1).signature() == whole.signature()
     closed = source + '">\n</search>'
     assert run(MORPH_XML, closed, chunks=1).call_values == [
-        ("search", {"query": "<read_file><path>a.py</path></read_file> and more"})
+        ("search", {"query": "<read_file><path>a.py</path></read_file>\nand more"})
     ]

@@ -320,9 +320,9 @@ def test_a_call_that_cannot_be_read_is_text_with_an_error_in_atomic_mode(
 @pytest.mark.parametrize("source", CUT_OFF.values(), ids=CUT_OFF.keys())
 @pytest.mark.parametrize("chunks", CHUNKINGS)
 def test_a_cut_off_call_is_unfinished_in_incremental_mode(source: str, chunks: Chunks) -> None:
-    result = run(QWEN, "Sure. " + source, chunks=chunks, small_call_chars=0)
+    result = run(QWEN, "Sure.\n" + source, chunks=chunks, small_call_chars=0)
     assert result.calls == []
-    assert result.text == "Sure. "
+    assert result.text == "Sure.\n"
     assert [(call.name, call.original) for call in result.unfinished] == [("search", source)]
     assert result.error_kinds == [ErrorKind.UNFINISHED_CALL]
     check_contract(result)
@@ -330,11 +330,11 @@ def test_a_cut_off_call_is_unfinished_in_incremental_mode(source: str, chunks: C
 
 @pytest.mark.parametrize("mode", MODES)
 def test_tags_split_at_every_position_are_recognised(mode: ArgumentsMode) -> None:
-    source = "Hi " + _call("search", ("query", "a < b"), ("limit", "5")) + " bye " + CALL
+    source = "Hi! " + _call("search", ("query", "a < b"), ("limit", "5")) + " Bye. " + CALL
     for cut in range(len(source) + 1):
         result = run(QWEN, source, chunks=[cut], mode=mode)
         assert result.call_values == [("search", {"query": "a < b", "limit": 5}), WEATHER], cut
-        assert result.text == "Hi  bye ", cut
+        assert result.text == "Hi!  Bye. ", cut
 
 
 def test_the_call_starts_once_its_name_is_known_and_strings_stream_as_they_arrive() -> None:

@@ -39,8 +39,14 @@ def test_render_tools_declares_every_tool_with_its_schema(protocol: str) -> None
 def test_render_tools_shows_its_example_calls_in_its_own_format(protocol: str, first: int) -> None:
     tools = [TOOLS[first], *TOOLS[:first], *TOOLS[first + 1 :]]
     prompt = get_protocol(protocol).render_tools(tools)
+    # The prompt shows its calls as examples: a model that writes it back makes no call.
+    assert not [p for p in get_protocol(protocol).parse(prompt, tools) if isinstance(p, ToolCall)]
+    examples = [block.split("\n\n")[0] for block in prompt.split("for example:\n")[1:]]
     calls = [
-        part for part in get_protocol(protocol).parse(prompt, tools) if isinstance(part, ToolCall)
+        part
+        for example in examples
+        for part in get_protocol(protocol).parse(example, tools)
+        if isinstance(part, ToolCall)
     ]
     # One call of the first tool; then, where the protocol shows how several calls are
     # written, one of the first tool and one of the second.

@@ -25,12 +25,14 @@ SHELLS = {
     "wrapper-tag-with-attributes": ('<tool_result tool="x">\n\n{}\n\n</tool_result>', ""),
     "indented-fence-two-calls": ("  ```xml\n  {}\n  {}\n  ```", ""),
     "two-fences": ("```xml\n{}\n```\n```xml\n{}\n```", ""),
-    "prose-after": ("```xml\n{}\n```\nDone.", "\nDone."),
+    "prose-after": ("```xml\n{}\n```\nDone.", "Done."),
     "closing-never-written": ("```xml\n{}\n", ""),
-    # Not shells: prose before the fence keeps it, the fence's closing too; a closing that
-    # is more than a closing is text.
-    "prose-before": ("Sure:\n```xml\n{}\n```", "Sure:\n```xml\n\n```"),
-    "fence-opening-a-code-block": ("```xml\n{}\n```python\nx\n```", "\n```python\nx\n```"),
+    # A fence that holds only calls is their shell after prose too (the fence's opening is
+    # held until its first line shows a call).
+    "prose-before": ("Sure:\n```xml\n{}\n```", "Sure:\n"),
+    # Not shells: a fence opening a code block ends the calls' fence, and is text; a
+    # closing that is more than a closing is text.
+    "fence-opening-a-code-block": ("```xml\n{}\n```python\nx\n```", "```python\nx\n```"),
     "tag-on-the-call-line": ("<result>{}</result>", "<result></result>"),
 }
 

@@ -376,3 +376,18 @@ def test_a_stop_sequence_the_upstream_names_is_the_stop_reason(
     assert text(message) == "One, two, "
     assert (message["stop_reason"], message["stop_sequence"]) == ("stop_sequence", "three")
     assert (ended["stop_reason"], ended["stop_sequence"]) == ("end_turn", None)
+
+
+def test_a_call_format_shown_as_an_example_is_text_and_a_fence_of_calls_after_prose_is_calls(
+    upstream: ScriptedUpstream, protocol_proxy: Proxy, stream: bool
+) -> None:
+    shown = "A call looks like this:\n\n```\n" + WEATHER_CALL["json-mix"] + "\n```\n\nThat's all."
+    fence = '```json\n[{"name": "get_time", "arguments": {"zone": "UTC"}}]\n```'
+    upstream.script(Reply(shown), Reply("I'll use this call:\n", fence))
+
+    example = create(protocol_proxy, stream, tools=[WEATHER, TIME])
+    called = create(protocol_proxy, stream, tools=[WEATHER, TIME])
+
+    assert (text(example), tool_uses(example), example["stop_reason"]) == (shown, [], "end_turn")
+    assert (text(called), tool_uses(called)) == ("I'll use this call:\n", [UTC_TIME])
+    assert called["stop_reason"] == "tool_use"

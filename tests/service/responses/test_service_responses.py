@@ -16,6 +16,7 @@ from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy
 from upstream_server import (
     PARIS_WEATHER,
     USAGE,
+    UTC_TIME,
     WEATHER_CALL,
     Drop,
     Fail,
@@ -345,3 +346,18 @@ def test_client_key_is_required_as_for_chat_completions(start_proxy: StartProxy)
     answer = proxy.http.post("/v1/responses", json={"model": MODEL, "input": "hi"})
 
     assert answer.status_code == 401
+
+
+def test_a_call_format_shown_as_an_example_is_text_and_a_fence_of_calls_after_prose_is_calls(
+    upstream: ScriptedUpstream, protocol_proxy: Proxy, stream: bool
+) -> None:
+    shown = "A call looks like this:\n\n```\n" + WEATHER_CALL["json-mix"] + "\n```\n\nThat's all."
+    fence = '```json\n[{"name": "get_time", "arguments": {"zone": "UTC"}}]\n```'
+    upstream.script(Reply(shown), Reply("I'll use this call:\n", fence))
+    tools = [WEATHER_FUNCTION, TIME_FUNCTION]
+
+    example = respond(protocol_proxy, stream, input=QUESTION, tools=tools)
+    called = respond(protocol_proxy, stream, input=QUESTION, tools=tools)
+
+    assert (text(example), calls(example)) == (shown, [])
+    assert (text(called), calls(called)) == ("I'll use this call:\n", [UTC_TIME])

@@ -1,0 +1,92 @@
+"""Kimi K3 ("XTML"): the reply and the calls in channels built from the special tokens
+`<|open|>`, `<|close|>` and `<|sep|>`; each call names its tool in an attribute, each
+argument its key and type (a `string` is raw text, any other type JSON):
+
+    <|open|>tools<|sep|>
+    <|open|>call tool="get_weather" index="1"<|sep|>
+    <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>
+    <|open|>argument key="days" type="integer"<|sep|>3<|close|>argument<|sep|>
+    <|close|>call<|sep|>
+    <|close|>tools<|sep|>
+
+Checked against vLLM's and SGLang's `kimi_k3` parsers. Attribute values undo `&quot;` and
+`&amp;`. The section (or a call written without it) is read whole once it closes; a section
+the output ends inside is read as far as its calls are whole, as both engines do."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.tagged_values import attributes, json_or_text
+from ..registry import register
+from ..streaming.delimited_call import DelimitedBody, delimited
+from ..streaming.dialect_forms import (
+    Dialect,
+    Piece,
+    blanks,
+    followed_by,
+    literal,
+    open_form,
+)
+
+OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
+TOOLS_OPEN, TOOLS_CLOSE = f"{OPEN}tools{SEP}", f"{CLOSE}tools{SEP}"
+CALL_OPEN, CALL_CLOSE = f"{OPEN}call", f"{CLOSE}call{SEP}"
+_ESCAPED = re.escape
+_CALL = re.compile(
+    rf"{_ESCAPED(CALL_OPEN)}\s+([^<]*?){_ESCAPED(SEP)}(.*?){_ESCAPED(CALL_CLOSE)}", re.DOTALL
+)
+_ARGUMENT = re.compile(
+    rf"{_ESCAPED(OPEN)}argument\s+([^<]*?){_ESCAPED(SEP)}(.*?){_ESCAPED(CLOSE)}argument{_ESCAPED(SEP)}",
+    re.DOTALL,
+)
+
+
+def _arguments(body: str, budget: RelaxedParseBudget) -> dict[str, Any]:
+    arguments = {}
+    for attrs, value in _ARGUMENT.findall(body):
+        described = attributes(attrs)
+        typed = described.get("type", "string") != "string"
+        arguments[described.get("key", "")] = json_or_text(value, budget) if typed else value
+    return arguments
+
+
+def _section(body: str, _name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (attributes(attrs).get("tool", ""), _arguments(inner, budget))
+        for attrs, inner in _CALL.findall(body)
+    ]
+
+
+def _call(body: str, name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, _arguments(body, budget))]
+
+
+_SECTION = DelimitedBody(ends=(TOOLS_CLOSE,), read=_section, end_optional=True)
+_ONE_CALL = DelimitedBody(ends=(CALL_CLOSE,), read=_call)
+_NAME = r'[^"<>]{1,128}'
+
+
+@register("kimi-k3")
+class KimiK3(Dialect):
+    forms = (
+        open_form(
+            TOOLS_OPEN,
+            [blanks(), followed_by(_ESCAPED(CALL_OPEN), CALL_OPEN)],
+            delimited(_SECTION),
+        ),
+        open_form(
+            CALL_OPEN,
+            [
+                Piece(r"\s{1,8}", r"\s{0,8}", first=r"\s", blank=False),
+                literal('tool="'),
+                Piece(_NAME, r'(?P<name>[^"<>]{0,128})', names_tool=True, first=r'[^"<>]'),
+                literal('"'),
+                Piece(r"[^<>|]{0,64}", r"[^<>|]{0,64}"),
+                literal(SEP),
+            ],
+            delimited(_ONE_CALL),
+        ),
+    )

@@ -1,0 +1,117 @@
+"""The pieces of call formats that write each argument as a tagged value (DSML, Kimi K3,
+Step3, Hunyuan, Seed-OSS) or in a value syntax of their own (Gemma 4, FunctionGemma):
+attributes, values that are JSON or raw text, and Gemma's `call:name{key:value,...}`.
+Values come back as written (strings, or JSON values where the format says so); the call is
+coerced by its tool's schema afterwards, as every call is."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .call_objects import CallObjectError
+from .relaxed_json import RelaxedParseBudget
+
+_ATTRIBUTE = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')
+# Nesting past this in a value is no call a model meant.
+MAX_VALUE_DEPTH = 32
+
+
+def attributes(text: str) -> dict[str, str]:
+    """`key="value"` pairs, with the two escapes templates write in them undone."""
+    return {
+        key: value.replace("&quot;", '"').replace("&amp;", "&")
+        for key, value in _ATTRIBUTE.findall(text)
+    }
+
+
+def json_or_text(raw: str, budget: RelaxedParseBudget) -> Any:
+    """A value a format marked as not a string: its JSON, or the text when it is none."""
+    budget.spend_parse()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def call_with_values(body: str, quote: str) -> tuple[str, dict[str, Any]]:
+    """Gemma 4's and FunctionGemma's `call:get_weather{city:<|"|>Paris<|"|>,days:3}`: the
+    name, and the arguments (keys bare, strings between `quote` delimiters, objects and
+    lists nested, numbers and `true`/`false`/`null` bare; other bare text is a string)."""
+    text = body.strip()
+    brace = text.find("{")
+    if not text.startswith("call:") or brace == -1 or not text.endswith("}"):
+        raise CallObjectError("not call:name{...}")
+    reader = _ValueReader(text, quote)
+    arguments, end = reader.object(brace, 0)
+    if end != len(text):
+        raise CallObjectError("text after the call's arguments")
+    return text[len("call:") : brace].strip(), arguments
+
+
+class _ValueReader:
+    def __init__(self, text: str, quote: str) -> None:
+        self._text, self._quote = text, quote
+
+    def object(self, position: int, depth: int) -> tuple[dict[str, Any], int]:
+        """The object whose `{` is at `position`, and where it ends."""
+        text, members = self._text, {}
+        position = self._blanks(position + 1)
+        while not text.startswith("}", position):
+            colon = text.find(":", position)
+            if colon == -1:
+                raise CallObjectError("a member with no value")
+            key = text[position:colon].strip()
+            members[key], position = self.value(self._blanks(colon + 1), depth)
+            position = self._after_member(position, "}")
+        return members, position + 1
+
+    def value(self, position: int, depth: int) -> tuple[Any, int]:
+        if depth > MAX_VALUE_DEPTH:
+            raise CallObjectError("values nested too deep")
+        text = self._text
+        if text.startswith(self._quote, position):
+            start = position + len(self._quote)
+            end = text.find(self._quote, start)
+            if end == -1:
+                raise CallObjectError("a string never closed")
+            return text[start:end], end + len(self._quote)
+        if text.startswith("{", position):
+            return self.object(position, depth + 1)
+        if text.startswith("[", position):
+            items: list[Any] = []
+            position = self._blanks(position + 1)
+            while not text.startswith("]", position):
+                item, position = self.value(position, depth + 1)
+                items.append(item)
+                position = self._after_member(position, "]")
+            return items, position + 1
+        end = position
+        while end < len(text) and text[end] not in ",}]":
+            end += 1
+        return _bare(text[position:end].strip()), end
+
+    def _after_member(self, position: int, closing: str) -> int:
+        position = self._blanks(position)
+        if self._text.startswith(",", position):
+            return self._blanks(position + 1)
+        if not self._text.startswith(closing, position):
+            raise CallObjectError(f"expected ',' or {closing!r}")
+        return position
+
+    def _blanks(self, position: int) -> int:
+        while position < len(self._text) and self._text[position] in " \t\r\n":
+            position += 1
+        return position
+
+
+def _bare(token: str) -> Any:
+    if token in ("true", "false", "null"):
+        return {"true": True, "false": False, "null": None}[token]
+    try:
+        return (
+            json.loads(token) if re.fullmatch(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", token) else token
+        )
+    except ValueError:
+        return token

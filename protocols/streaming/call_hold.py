@@ -1,0 +1,202 @@
+"""Calls held until it is known whether they were written to act or shown (see
+`reading_context`): a call after prose on its line, until the line goes on or ends; calls in
+a code fence, until the fence shows whether it holds only calls and, after prose, whether
+anything but calls follows it. A fence's opening line is held from its start until the
+fence's first content shows whether it holds calls, so that a fence of calls is their shell
+(layout) wherever it stands; a fence of JSON after prose is held until the output ends or
+other text follows, then read as call objects.
+
+`CallHold` records what arrives while it holds (text, call parts) and tells when it is
+decided and how; the part writer then replays the records: as calls (the text held is
+their layout), or as text (each call as its original text)."""
+
+from __future__ import annotations
+
+from enum import Enum, auto
+
+from ..parts import Part, ToolCall
+from .reading_context import MAX_LINE_CHARS, Fence, ReadingContext, Verdict, closings_only
+
+
+class Phase(Enum):
+    OPENING = auto()  # a line that may become a fence's opening line
+    FENCE_START = auto()  # a fence opened: blank lines so far
+    FENCE = auto()  # in a fence, after a call: blank lines so far
+    JSON = auto()  # in a fence opened after prose whose content began with `{` or `[`
+    LINE = auto()  # after a call that followed prose on its line: blanks so far
+    AFTER = auto()  # after a fence of calls that followed prose: blanks so far
+    AFTER_JSON = auto()  # after a fence of JSON: blanks so far
+
+
+class Outcome(Enum):
+    WAIT = auto()
+    CALLS = auto()
+    TEXT = auto()
+    JSON = auto()  # the held text is a fence to be read as call objects
+
+
+Record = str | Part  # text written (by the loop or a scanner), or a call part
+
+
+class CallHold:
+    """What is held and the phase that decides it."""
+
+    __slots__ = (
+        "_after",
+        "_between_sentences",
+        "_context",
+        "_fence",
+        "_line_start",
+        "_read_json",
+        "phase",
+        "records",
+        "tail",
+    )
+
+    def __init__(self, context: ReadingContext, phase: Phase, *, read_json: bool) -> None:
+        self._context = context
+        self._read_json = read_json  # a fence of JSON after prose may hold calls
+        self._fence: Fence | None = context.fence  # the fence the held calls are in
+        self.phase = phase
+        self.records: list[Record] = []
+        # Text taken last that follows the calls as text when they are decided calls (the
+        # line that opened a new fence after them).
+        self.tail = ""
+        self._line_start = 0  # the record the current line begins at
+        self._after = ""  # in LINE: what followed the last call on its line so far
+        # In LINE: the prose before the first call ended a sentence; one may begin after.
+        self._between_sentences = context.sentence_ended
+
+    def has_calls(self) -> bool:
+        return any(isinstance(record, ToolCall) for record in self.records)
+
+    def call(self, verdict: Verdict) -> Outcome:
+        """A call form begins, with `verdict`: WAIT to hold it too, else how the hold ends
+        first (the form is then read as its verdict says)."""
+        phase = self.phase
+        if verdict is Verdict.HOLD_FENCE and phase in (Phase.FENCE_START, Phase.FENCE):
+            self.phase, self._fence = Phase.FENCE, self._context.fence
+            return Outcome.WAIT
+        if verdict is Verdict.HOLD_LINE and phase is Phase.LINE:
+            return Outcome.WAIT
+        if phase is Phase.LINE or phase is Phase.AFTER:
+            return Outcome.CALLS  # another call where a line or a message begins
+        return Outcome.TEXT  # the held text or fence is followed by a call: not calls alone
+
+    def part(self, part: Part) -> None:
+        self.records.append(part)
+        self._line_start = len(self.records)
+        self._after = ""
+
+    def text(self, text: str) -> tuple[int, Outcome]:
+        """Take `text` while the hold lasts: how much of it was taken, and the outcome
+        (WAIT: all of it was taken, and the hold goes on)."""
+        taken = 0
+        while taken < len(text):
+            phase = self.phase
+            if phase is Phase.LINE:
+                rest = text[taken:]
+                line_end = rest.find("\n")
+                piece = rest if line_end == -1 else rest[:line_end]
+                after = self._after + piece
+                if len(after) > MAX_LINE_CHARS or not closings_only(after.rstrip("\r")):
+                    # Prose after the call: a new sentence, or the call was shown in one.
+                    prose = after.lstrip(" \t")
+                    if not (self._between_sentences and prose[:1].isupper()):
+                        return taken, Outcome.TEXT
+                    self._untake_line()  # the text after the calls starts the next sentence
+                    return taken, Outcome.CALLS
+                self._after = after
+                self._take(piece)
+                taken += len(piece)
+                if line_end != -1:
+                    return taken, Outcome.CALLS
+                continue
+            if phase in (Phase.AFTER, Phase.AFTER_JSON):
+                rest = text[taken:]
+                run = len(rest) - len(rest.lstrip(" \t\r\n"))
+                if run:
+                    self._take(rest[:run])
+                    taken += run
+                elif phase is Phase.AFTER and rest[0] in "`~" and self._context.at_line_start:
+                    self.phase = Phase.OPENING  # another fence, perhaps of calls
+                else:
+                    return taken, Outcome.TEXT
+                continue
+            end = text.find("\n", taken)
+            end = len(text) if end == -1 else end + 1
+            self._take(text[taken:end])
+            taken = end
+            ended = text[end - 1] == "\n"
+            outcome = self._line_taken(ended)
+            if ended:
+                self._line_start = len(self.records)
+            if outcome is not Outcome.WAIT:
+                return taken, outcome
+        return taken, Outcome.WAIT
+
+    def end(self) -> Outcome:
+        """The output ended, or a think block begins: the hold ends here."""
+        self._context.finish()
+        phase, fence = self.phase, self._context.fence
+        if phase is Phase.JSON:
+            return Outcome.JSON if fence is None else Outcome.TEXT  # unclosed: no call
+        if phase is Phase.AFTER_JSON:
+            return Outcome.JSON
+        if phase is Phase.FENCE and fence is not None and not fence.pure:
+            return Outcome.TEXT
+        return Outcome.CALLS if self.has_calls() else Outcome.TEXT
+
+    def _untake_line(self) -> None:
+        """What was taken of the current line after the calls is text after them (`tail`)."""
+        self.tail = "".join(str(piece) for piece in self.records[self._line_start :])
+        del self.records[self._line_start :]
+
+    def _take(self, text: str) -> None:
+        self._context.feed(text)
+        self.records.append(text)
+
+    def _line_taken(self, ended: bool) -> Outcome:
+        """The outcome after a piece of a line was taken (`ended`: with its line break)."""
+        context, phase = self._context, self.phase
+        fence = context.fence
+        if phase is Phase.OPENING:
+            if not ended:
+                return Outcome.WAIT if context.fence_may_open else Outcome.TEXT
+            if fence is None:
+                return Outcome.TEXT
+            self.phase = Phase.FENCE_START
+            return Outcome.WAIT
+        if phase is Phase.FENCE_START:
+            if not context.line_has_text and not (ended and fence is not None and not fence.pure):
+                return Outcome.WAIT
+            if (
+                self._read_json
+                and not self.has_calls()
+                and fence is not None
+                and fence.intro
+                and not fence.shown
+                and str(self.records[-1]).lstrip()[:1] in ("{", "[")
+            ):
+                self.phase = Phase.JSON
+                return Outcome.WAIT
+            return Outcome.TEXT
+        if phase is Phase.JSON:
+            if fence is None:
+                self.phase = Phase.AFTER_JSON
+            return Outcome.WAIT
+        # Phase.FENCE, after a call: decided at the end of each line
+        if not ended:
+            return Outcome.WAIT
+        intro = self._fence is not None and self._fence.intro and not self._fence.acting
+        if fence is not None and fence is not self._fence:  # this line opened a new fence
+            if intro:
+                return Outcome.TEXT
+            self._untake_line()
+            return Outcome.CALLS
+        if fence is not None:
+            return Outcome.WAIT if fence.pure else Outcome.TEXT
+        if intro:
+            self.phase = Phase.AFTER  # after prose: what follows the fence decides
+            return Outcome.WAIT
+        return Outcome.CALLS
