@@ -1,7 +1,9 @@
 """Parser throughput: MB/s per protocol on prose, one 200 KB file write and 100 small calls,
 fed in 1- and 16-character deltas, the cost of one word-sized prose delta (the most common
-feed of a long answer), plus a scaling row (10x the input should cost ~10x) and the longest
-stall hostile model output causes (budget: 100 ms per 100 KB).
+feed of a long answer), plus a scaling row (10x the input should cost ~10x), the longest
+stall hostile model output causes (budget: 100 ms per 100 KB), and what reading a flood of
+each dialect's calls, openings or inner tags costs as a whole answer and streamed, beyond
+prose of the same length (bound: ANSWER_CPU_BOUND_SECONDS).
 
     python bench/parsers.py [--quick]
 
@@ -178,6 +180,180 @@ def stall_row(protocol: str, label: str, text: str, tools: list[ToolSpec]) -> No
     print(f"{protocol:<10} {label:<24} {per_100kb:>8.1f} ms  {verdict}")
 
 
+# Reading one answer, however it is written, costs at most about this much CPU beyond what
+# prose of the same length does: the parse budget pays for so much work, and the rest of
+# the answer is read as text (docs/security.md). An honest answer of 20,000 small calls
+# takes ~1.5 s of it; a flood of FLOOD_CHARS holds more than the budget pays for.
+ANSWER_CPU_BOUND_SECONDS = 2.0
+FLOOD_CHARS = 2_000_000
+
+# Per dialect (and Morph-XML, which is no dialect): one call to `read_file`, its opening,
+# and an argument or tag inside it a flood repeats (the shapes that cost most before: an
+# opening repeated, a tag repeated inside one call).
+DIALECT_FLOODS = {
+    "hermes": (
+        '<tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}</tool_call>',
+        '<tool_call>{"name": "read_file", "arguments": {',
+        '"path": "a.py", ',
+    ),
+    "morph-xml": ("<read_file><path>a.py</path></read_file>", "<read_file>", "<path>a.py</path>"),
+    "qwen3-coder": (
+        "<tool_call>\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n"
+        "</function>\n</tool_call>",
+        "<tool_call>\n<function=read_file>\n",
+        "<parameter=path>\n",
+    ),
+    "glm": (
+        "<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>a.py</arg_value>\n</tool_call>",
+        "<tool_call>read_file\n",
+        "<arg_key>",
+    ),
+    "invoke": (
+        '<invoke name="read_file">\n<parameter name="path">a.py</parameter>\n</invoke>',
+        '<invoke name="read_file">',
+        '<parameter name="path">',
+    ),
+    "deepseek": (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n"
+        '```json\n{"path": "a.py"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n",
+        "<｜tool▁call▁begin｜>",
+    ),
+    "kimi-k2": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0"
+        '<|tool_call_argument_begin|>{"path": "a.py"}<|tool_call_end|><|tool_calls_section_end|>',
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0"
+        "<|tool_call_argument_begin|>",
+        "<|tool_call_begin|>",
+    ),
+    "llama3": (
+        '<|python_tag|>{"name": "read_file", "parameters": {"path": "a.py"}}',
+        "<|python_tag|>{",
+        "<|python_tag|>",
+    ),
+    "mistral": (
+        '[TOOL_CALLS]read_file[ARGS]{"path": "a.py"}',
+        "[TOOL_CALLS]read_file[ARGS]",
+        "[ARGS]",
+    ),
+    "harmony": (
+        "<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json"
+        '<|message|>{"path": "a.py"}<|call|>',
+        "<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>",
+        "<|channel|>",
+    ),
+    "granite": (
+        '<|tool_call|>[{"name": "read_file", "arguments": {"path": "a.py"}}]',
+        "<|tool_call|>[",
+        '{"name": "read_file", ',
+    ),
+    "gemma": (
+        '```tool_code\nread_file(path="a.py")\n```\n',
+        "```tool_code\n",
+        'read_file(path="a.py")\n',
+    ),
+    "pythonic": ('[read_file(path="a.py")]', "[read_file(", 'read_file(path="a.py"), '),
+    "cohere": (
+        '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "read_file", "parameters":'
+        ' {"path": "a.py"}}]<|END_ACTION|>',
+        "<|START_ACTION|>[",
+        '{"tool_call_id": "0", ',
+    ),
+    "dsml": (
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+        '<｜DSML｜parameter name="path" string="true">a.py</｜DSML｜parameter>\n'
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n',
+        '<｜DSML｜parameter name="path" string="false">1</｜DSML｜parameter>\n',
+    ),
+    "functionary": ('all\nLet me check.\n>>>read_file\n{"path": "a.py"}', ">>>read_file\n{", ">>>"),
+    "gemma4": (
+        '<|tool_call>call:read_file{path:<|"|>a.py<|"|>}<tool_call|>',
+        "<|tool_call>call:read_file{",
+        'path:<|"|>a.py<|"|>,',
+    ),
+    "hunyuan": (
+        '<tool_calls>[{"name": "read_file", "arguments": {"path": "a.py"}}]</tool_calls>',
+        "<tool_calls>[",
+        '{"name": "read_file", ',
+    ),
+    "kimi-k3": (
+        '<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|>'
+        '<|open|>argument key="path" type="string"<|sep|>a.py<|close|>argument<|sep|>'
+        "<|close|>call<|sep|><|close|>tools<|sep|>",
+        '<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|>',
+        '<|open|>argument key="path" type="string"<|sep|>',
+    ),
+    "minimax-m3": (
+        ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="read_file">]<]minimax[>[<path>'
+        "a.py]<]minimax[>[</path>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+        ']<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="read_file">',
+        "]<]minimax[>[<path>",
+    ),
+    "phi4-mini": (
+        'functools[{"name": "read_file", "arguments": {"path": "a.py"}}]',
+        "functools[",
+        '{"name": "read_file", ',
+    ),
+    "python-list": (
+        '<|tool_call_start|>[read_file(path="a.py")]<|tool_call_end|>',
+        "<|tool_call_start|>[",
+        'read_file(path="a.py"), ',
+    ),
+    "seed-oss": (
+        "<seed:tool_call>\n<function=read_file>\n<parameter=path>a.py</parameter>\n"
+        "</function>\n</seed:tool_call>",
+        "<seed:tool_call>\n<function=read_file>\n",
+        "<parameter=path>",
+    ),
+    "step3": (
+        "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
+        '<steptml:invoke name="read_file">\n<steptml:parameter name="path">a.py'
+        "</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+        "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>"
+        '<steptml:invoke name="read_file">\n',
+        '<steptml:parameter name="path">',
+    ),
+}
+
+
+def dialect_floods(size: int) -> dict[str, str]:
+    """'dialect: shape' -> ~`size` characters of it, for every dialect."""
+    floods = {}
+    for dialect, (call, opening, inner) in DIALECT_FLOODS.items():
+        floods[f"{dialect}: calls"] = (call + "\n") * (size // (len(call) + 1))
+        floods[f"{dialect}: openings"] = opening * (size // len(opening))
+        floods[f"{dialect}: inner tags"] = opening + inner * (size // len(inner))
+    return floods
+
+
+def reading_cpu(protocol: str, text: str, step: int) -> float:
+    """Seconds of CPU reading `text` fed in `step`-character deltas takes."""
+    parser = get_protocol(protocol).stream_parser(TOOLS)
+    started = time.thread_time()
+    for i in range(0, len(text), step):
+        parser.feed(text[i : i + step])
+    parser.finish()
+    return time.thread_time() - started
+
+
+def flood_report(size: int) -> None:
+    print(f"\nreading a {size // 1000} KB flood, s of CPU beyond prose of that length")
+    print(f"(bound {ANSWER_CPU_BOUND_SECONDS} s), whole and in 16-character deltas, worst protocol")
+    prose_cpu = {
+        protocol: {step: reading_cpu(protocol, prose(size), step) for step in (size, 16)}
+        for protocol in protocol_names()
+    }
+    for label, text in dialect_floods(size).items():
+        whole, protocol = max(
+            (reading_cpu(protocol, text, len(text)) - prose_cpu[protocol][size], protocol)
+            for protocol in protocol_names()
+        )
+        streamed = reading_cpu(protocol, text, 16) - prose_cpu[protocol][16]
+        verdict = "ok" if max(whole, streamed) <= ANSWER_CPU_BOUND_SECONDS else "OVER"
+        print(f"{label:<24} {protocol:<12} {whole:>6.2f} {streamed:>6.2f}  s  {verdict}")
+
+
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
@@ -210,6 +386,7 @@ def main() -> None:
         ratio = f"ratio {t10 / t1:.1f} (10 = linear)"
         print(f"{protocol:<{width}} 1x {t1:.4f}s  10x {t10:.4f}s  {ratio}")
     stall_report()
+    flood_report(30_000 if quick else FLOOD_CHARS)
 
 
 if __name__ == "__main__":

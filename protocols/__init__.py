@@ -26,7 +26,7 @@ from .formats.forced_call import (
     render_forced_call_prompt,
 )
 from .formats.free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
-from .lenient.relaxed_json import RelaxedParseBudget, parse_relaxed_json
+from .lenient.relaxed_json import RelaxedParseBudget, nested_deeper_than, parse_relaxed_json
 from .lenient.schema_check import CheckBudget, argument_problems
 from .parts import (
     ErrorKind,
@@ -79,6 +79,7 @@ __all__ = [
     "free_form_input",
     "free_form_tool",
     "get_protocol",
+    "nested_deeper_than",
     "new_call_id",
     "parse_relaxed_json",
     "protocol_names",

@@ -98,6 +98,7 @@ class ErrorKind(StrEnum):
     TOOL_CHOICE_FALLBACK = "tool_choice_fallback"  # a forced call made with {} arguments
     TOOL_CHOICE_UNMET = "tool_choice_unmet"  # a forced choice answered with text, no call
     TOOL_NAME_SPELLING = "tool_name_spelling"  # a call made under the name its written one spells
+    PARSE_BUDGET = "parse_budget"  # the response's parse budget is spent: the rest is text
     INVENTED_RESULT = "invented_result"  # a result written for its own call: dropped
 
 

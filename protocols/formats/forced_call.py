@@ -142,9 +142,12 @@ def _with_references_moved(
 
 
 def _moved_reference(reference: str, renames: dict[str, str], at: str) -> str:
-    for old, new in renames.items():
-        if reference == old or reference.startswith(old + "/"):
-            return new + reference[len(old) :]
+    # A definition's reference is `#/<keyword>/<name>`, then maybe a path inside it: one
+    # look-up, not a try of every rename (10,000 `$defs` referenced took 9 s).
+    head = "/".join(reference.split("/", 3)[:3])
+    new = renames.get(head)
+    if new is not None:
+        return new + reference[len(head) :]
     return f"#{at}{reference[1:]}"
 
 
@@ -234,8 +237,11 @@ def _objects_in(text: str, budget: RelaxedParseBudget) -> list[dict[str, Any]]:
     its first `{` to its last `}` read relaxed, else the first `{` from which a strict
     object decodes. Every attempt is charged to `budget`."""
     first, last = text.find("{"), text.rfind("}")
-    for candidate in (strip_code_fence(text.strip()), text[first : last + 1]):
+    whole, span = strip_code_fence(text.strip()), text[first : last + 1]
+    for candidate, read_before in ((whole, False), (span, True)):
         try:
+            if read_before:
+                budget.spend_reread(len(candidate))
             value = parse_relaxed_json(candidate, budget=budget)
         except RelaxedJSONError:
             continue
@@ -247,7 +253,7 @@ def _objects_in(text: str, budget: RelaxedParseBudget) -> list[dict[str, Any]]:
         if start == -1:
             break
         try:
-            budget.spend_strict(len(text) - start)
+            budget.spend_reread(len(text) - start)
         except RelaxedJSONError:
             break
         try:

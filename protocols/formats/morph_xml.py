@@ -379,7 +379,10 @@ class _MorphCall(CallScanner):
             self.consume(held)
         body = "".join(self._body)
         original = self._open_tag + body + self._held
-        complete = not self._held and arguments_are_complete(body)
+        try:
+            complete = not self._held and arguments_are_complete(body, self._ctx.relaxed_budget)
+        except RelaxedXMLError:
+            complete = False
         if complete and self._parse(body, original, reject_invalid=False):
             return
         self._ctx.cut_off_call(self._sender.call, original)
@@ -404,7 +407,7 @@ class _MorphCall(CallScanner):
             calls = [
                 (self._tool.name, self._with_attributes(children, original))
                 for children in parse_xml_calls(
-                    body, schema, stream.parsed_values if stream else None
+                    body, schema, stream.parsed_values if stream else None, ctx.relaxed_budget
                 )
             ]
         except RelaxedXMLError as error:

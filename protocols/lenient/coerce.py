@@ -257,6 +257,7 @@ def _parse_container(value: str, container: type, budget: RelaxedParseBudget) ->
     if not value.lstrip().startswith(opener):
         return None
     try:
+        budget.spend_reread(len(value))  # the string was read once, as a string
         parsed = parse_relaxed_json(value, budget=budget)
     except RelaxedJSONError:
         return None

@@ -10,9 +10,11 @@ from typing import Any
 
 from .relaxed_json import (
     MAX_NESTING_DEPTH,
+    NotStrict,
     RelaxedJSONError,
     RelaxedParseBudget,
     parse_relaxed_json,
+    strict_value,
     strip_code_fence,
     walk_tokens,
 )
@@ -162,9 +164,13 @@ def parse_json_values(
     one is cut off) or there is no value at all. All the parses are charged to one budget.
     """
     budget = budget or RelaxedParseBudget()
+    text = strip_code_fence(text)
+    whole = strict_value(text, budget)  # the common case, one value, read in one step
+    if not isinstance(whole, NotStrict):
+        return [whole]
     values = [
         parse_relaxed_json(source, complete_only=complete_only, budget=budget)
-        for source in _split_values(strip_code_fence(text))
+        for source in _split_values(text)
     ]
     if not values:
         raise RelaxedJSONError("no JSON value in the text")

@@ -6,12 +6,26 @@ runs, and only literal values count (strings, numbers, booleans, None or JSON's 
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from .call_objects import CallObjectError
 from .relaxed_json import RelaxedJSONError, RelaxedParseBudget
 
 _NAMED_CONSTANTS = {"true": True, "false": False, "null": None, "none": None}
+# What a list of calls may hold outside its string literals, whose characters add nothing to
+# the parser's tree: `ast.parse` builds ~800 bytes of it per character of dense code (0.9 MB
+# took +159 MB). Real lists are a few hundred characters; 16 KiB, ten times a long one,
+# keeps the worst tree near 13 MB, what reading 1 MB of JSON takes, while a file written in
+# a string argument fits as in any other format.
+MAX_CALL_CODE_CHARS = 16 * 1024
+# A Python string literal (any prefix; triple quotes, then single ones), to measure the code
+# around them.
+_STRING_LITERAL = re.compile(
+    r"[rRbBuUfF]{0,2}"
+    r"(?:(?P<triple>\"\"\"|''')[\s\S]*?(?P=triple)"
+    r"|\"(?:[^\"\\\n]|\\[\s\S])*\"|'(?:[^'\\\n]|\\[\s\S])*')"
+)
 
 
 def pythonic_calls(
@@ -23,6 +37,9 @@ def pythonic_calls(
     CallObjectError when the text is anything else."""
     try:
         budget.spend_relaxed(len(text))
+        code_chars = len(_STRING_LITERAL.sub('""', text))
+        if code_chars > MAX_CALL_CODE_CHARS:
+            raise CallObjectError(f"{code_chars} characters of code, past {MAX_CALL_CODE_CHARS}")
         # Python's parser refuses nesting past 200 levels, so walking the tree stays shallow.
         tree = ast.parse(text.strip())
     except (RelaxedJSONError, SyntaxError, ValueError, RecursionError, MemoryError) as error:

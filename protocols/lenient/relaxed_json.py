@@ -16,19 +16,41 @@ import pyjson5
 # that later walks and re-serialises the value (schema coercion, json.dumps).
 MAX_NESTING_DEPTH = 128
 
-# Characters one response may send through the relaxed path (repairs, then JSON5), which
-# runs on the event loop. That path costs ~0.3 µs per character (bench/parsers.py; up to
-# ~1 µs for text that needs every repair), so this bounds a response's relaxed work to
-# ~0.3-1 s of CPU however it is written, while a response holding a 200 KB file write that
-# needs repair still fits five times over.
-RELAXED_PARSE_BUDGET_CHARS = 1_000_000
-# Strict parses are charged to the same budget, in the same characters, at what they cost
-# beside the relaxed path: each parse's fixed cost (~1.5 µs of Python around `json.loads`; a
-# million one-character values took seconds) as a few characters, and each character as a
-# fraction of one (structure-heavy strict JSON costs ~0.1 µs per character, a string-heavy
-# file write a hundredth of that). A 4 MB strict file write takes half the budget.
+# What one response may spend on reading calls, which runs on the event loop, in characters
+# of relaxed parsing (repairs, then JSON5): ~0.3 µs each (bench/parsers.py; up to ~1 µs for
+# text that needs every repair). The other work is charged in the same characters, at about
+# a microsecond each (see the charges below), so a response's reading stays within ~1.5 s
+# of CPU however it is written: what 20,000 small calls take, the most an honest answer
+# holds, which fit with a fifth to spare. A 200 KB file write that needs repair fits seven
+# times over.
+RELAXED_PARSE_BUDGET_CHARS = 1_500_000
+# Each parse's fixed cost (~1.5 µs of Python around `json.loads`; a million one-character
+# values took seconds while parses were free). Reading text strictly the first time is
+# charged nothing more: `json.loads` reads it in C, once, at a fraction of what receiving it
+# cost, so an answer that is simply big costs what its size does (a 50 MB file write was cut
+# while every strict character was charged, and 20,000 small calls became 7,812).
 PARSE_CHARGE_CHARS = 8
+# Text read again, which a model can make as long as the answer (a string argument the schema
+# wants as an array, read as JSON; the forced call's search for an object from each `{`), is
+# charged by its length as well: one character for every 8 it reads (structure-heavy strict
+# JSON costs ~0.1 µs a character).
 STRICT_CHARS_PER_CHARGED_CHAR = 8
+# Each call the parser reads: the tag that opens it, its scanner, its parts (~40 µs of
+# Python beside its parse and its arguments, bench/parsers.py). A flood of call tags is
+# bounded by this, where each tag cost the same work whether it became a call or text: past
+# the budget, the rest of the answer is text.
+CALL_CHARGE_CHARS = 40
+# Each argument read on its own, by each reader that reads it (a parameter tag of Morph-XML,
+# Qwen3-Coder, GLM, `<invoke>`; a JSON value the streaming lexer follows): ~3 to 5 µs of
+# Python. One call holding a flood of them is bounded by this.
+ARGUMENT_CHARGE_CHARS = 4
+# A call whose arguments have begun to stream may finish on credit, this much past the
+# budget: its final reading costs a parse or a few arguments, and a call already sent in
+# part must not end unfinished because an earlier part of the answer spent the budget.
+STREAMED_CALL_CREDIT_CHARS = CALL_CHARGE_CHARS
+# Following a call as it streams (the lexer, the XML argument stream) only makes it stream
+# sooner: it stops before the budget drops below this, which its final reading may need.
+FOLLOWING_FLOOR_CHARS = CALL_CHARGE_CHARS
 
 
 class RelaxedJSONError(ValueError):
@@ -36,27 +58,51 @@ class RelaxedJSONError(ValueError):
 
 
 class RelaxedParseBudget:
-    """What is left of one response's parse budget, in characters of relaxed parsing
-    (strict parses are charged what they cost in those: see PARSE_CHARGE_CHARS)."""
+    """What is left of one response's parse budget, in characters of relaxed parsing (the
+    other work is charged what it costs in those: see PARSE_CHARGE_CHARS and after). Each
+    `spend_*` raises RelaxedJSONError when what is left cannot pay for it."""
 
-    __slots__ = ("remaining",)
+    __slots__ = ("credit", "remaining")
 
     def __init__(self, chars: int = RELAXED_PARSE_BUDGET_CHARS) -> None:
         self.remaining = chars
+        self.credit = 0  # how far past the budget a call being streamed may go to finish
 
-    def spend_strict(self, chars: int) -> None:
-        """Charge a strict parse of `chars` characters, or raise RelaxedJSONError."""
+    def spend_parse(self) -> None:
+        """Charge a parse of text read for the first time."""
+        self._spend(PARSE_CHARGE_CHARS, "read")
+
+    def spend_reread(self, chars: int) -> None:
+        """Charge a strict parse of `chars` characters that were read once already."""
         self._spend(PARSE_CHARGE_CHARS + chars // STRICT_CHARS_PER_CHARGED_CHAR, "read")
 
     def spend_relaxed(self, chars: int) -> None:
-        """Charge a relaxed parse of `chars` characters, or raise RelaxedJSONError."""
+        """Charge a relaxed parse of `chars` characters."""
         self._spend(chars, "repair")
 
+    def spend_calls(self, count: int = 1) -> None:
+        """Charge reading `count` calls, refused unless FOLLOWING_FLOOR_CHARS are left for
+        their reading too (a call whose tag was paid for is not then refused its parse)."""
+        self._spend(CALL_CHARGE_CHARS * count + FOLLOWING_FLOOR_CHARS, "read another call")
+        self.remaining += FOLLOWING_FLOOR_CHARS
+
+    def spend_argument(self) -> None:
+        """Charge reading one argument."""
+        self._spend(ARGUMENT_CHARGE_CHARS, "read another argument")
+
+    def spend_following(self) -> bool:
+        """Charge following one argument as a call streams, if that leaves the call's final
+        reading what it may need (FOLLOWING_FLOOR_CHARS); False, charging nothing, if not."""
+        if self.remaining - ARGUMENT_CHARGE_CHARS < FOLLOWING_FLOOR_CHARS:
+            return False
+        self.remaining -= ARGUMENT_CHARGE_CHARS
+        return True
+
     def _spend(self, chars: int, what: str) -> None:
-        if chars > self.remaining:
+        if chars > self.remaining + self.credit:
             raise RelaxedJSONError(
-                f"this response's parse budget ({self.remaining} characters left)"
-                f" is too small to {what} it"
+                f"this response's parse budget ({max(self.remaining, 0)} characters left)"
+                f" is too small to {what}"
             )
         self.remaining -= chars
 
@@ -274,6 +320,46 @@ def _loads_json5(text: str) -> Any:
         raise RelaxedJSONError(str(error)) from error
 
 
+class NotStrict:
+    """What `strict_value` gives for text that is not one strict JSON value."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+def strict_value(text: str, budget: RelaxedParseBudget) -> Any:
+    """The one strict JSON value `text` holds, or NotStrict. Charged a parse; refused past
+    MAX_NESTING_DEPTH (counted on the value: walking the text instead cost a second read
+    of it, 1.2 s for a 12 MB file write of source code full of braces)."""
+    budget.spend_parse()
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return NotStrict(str(error))
+    if nested_deeper_than(value, MAX_NESTING_DEPTH):
+        raise RelaxedJSONError(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+    return value
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers in `value` (decoded JSON) nest more than `limit` levels: one look
+    at each, a level at a time, with no recursion (~4 ms a MB of JSON that is all small
+    objects, a fifth of what decoding it took)."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(limit):
+        if not level:
+            return False
+        deeper = []
+        for container in level:
+            for child in container.values() if type(container) is dict else container:
+                if type(child) is dict or type(child) is list:
+                    deeper.append(child)
+        level = deeper
+    return bool(level)
+
+
 def parse_relaxed_json(
     text: str, *, complete_only: bool = False, budget: RelaxedParseBudget | None = None
 ) -> Any:
@@ -282,17 +368,16 @@ def parse_relaxed_json(
     Tried in order: strict `json`; each repair in `REPAIRS`, cumulatively, parsed strictly;
     then JSON5 on the text as written and on the fully repaired text. With `complete_only`,
     a value cut off before its end is rejected instead of closed. The parse is charged to
-    `budget` (a default-sized one of its own when none is given), strict reading and
-    relaxed reading each, and refused when it does not fit.
+    `budget` (a default-sized one of its own when none is given): the strict try its fixed
+    cost, relaxed reading by its length; it is refused when that does not fit.
     """
     budget = budget or RelaxedParseBudget()
     text = strip_code_fence(text)
+    value = strict_value(text, budget)
+    if not isinstance(value, NotStrict):
+        return value
+    strict_error = value.error
     _check_nesting(text)
-    budget.spend_strict(len(text))
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as error:
-        strict_error = str(error)
     budget.spend_relaxed(len(text))
     repaired = text
     applied: list[str] = []

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .coerce import declared_properties, declared_types, is_string_schema
+from .relaxed_json import RelaxedJSONError, RelaxedParseBudget
 from .xml_values import (
     LIST_MEMBER,
     MAX_DEPTH,
@@ -26,10 +27,6 @@ from .xml_values import (
     parse_xml_value,
     string_value,
 )
-
-# A whole source file written in one call fits many times over; anything longer is a
-# runaway generation and parsing it would only burn CPU.
-MAX_BODY_CHARS = 4 * 1024 * 1024
 
 # XML names, plus all-digit names: models write `<0>` for tuple members.
 _NAME = r"[^\W\d][\w.:-]*|\d+"
@@ -63,22 +60,26 @@ def parse_xml_arguments(
     body: str,
     schema: Mapping[str, Any] | None = None,
     parsed_values: Mapping[tuple[str, str], Any] | None = None,
+    budget: RelaxedParseBudget | None = None,
 ) -> dict[str, Any]:
     """Parse `<key>value</key>...` into `{"key": value, ...}`, keys in document order.
 
     `parsed_values` maps a non-string argument's (name, raw inner text) to the value
     `parse_xml_value` already gave it (while streaming), so it is not parsed twice; the
     name is part of the key because the same text reads differently under another schema.
-    Raises RelaxedXMLError (never anything else) when the body cannot be understood.
+    Each argument tag is charged to `budget` (a default-sized one of its own when none is
+    given). Raises RelaxedXMLError (never anything else) when the body cannot be understood.
     """
     properties = declared_properties(schema or {})
-    return _arguments(body, _argument_tags(body, properties), properties, parsed_values or {})
+    tags = _argument_tags(body, budget or RelaxedParseBudget(), properties)
+    return _arguments(body, tags, properties, parsed_values or {})
 
 
 def parse_xml_calls(
     body: str,
     schema: Mapping[str, Any] | None = None,
     parsed_values: Mapping[tuple[str, str], Any] | None = None,
+    budget: RelaxedParseBudget | None = None,
 ) -> list[dict[str, Any]]:
     """The arguments of each call one tool element's `body` holds (see parse_xml_arguments).
 
@@ -88,17 +89,19 @@ def parse_xml_calls(
     the same order each time, every required one in each, and again only where an argument
     that takes one value comes back); or `<item>` elements, when no parameter is named
     `item`, each holding one call's argument elements (arguments beside them go to every
-    call). Items holding anything else stay an `item` argument.
+    call). Items holding anything else stay an `item` argument. Charged as
+    parse_xml_arguments is.
     """
+    budget = budget or RelaxedParseBudget()
     properties = declared_properties(schema or {})
-    tags = _argument_tags(body, properties)
+    tags = _argument_tags(body, budget, properties)
     known = parsed_values or {}
     names = {tag.name for tag in tags}
     items = LIST_MEMBER in names and LIST_MEMBER not in properties
     if len(names) == len(tags) and not items:  # one call (the common case, at once)
         return [_arguments(body, tags, properties, known)]
     if items:
-        calls = _item_calls(body, tags, properties, known)
+        calls = _item_calls(body, tags, properties, known, budget)
         if calls is not None:
             return calls
     return [
@@ -107,10 +110,10 @@ def parse_xml_calls(
     ]
 
 
-def _argument_tags(body: str, declared: Collection[str]) -> list[_ArgumentTag]:
-    if len(body) > MAX_BODY_CHARS:
-        raise RelaxedXMLError(f"body of {len(body)} characters exceeds {MAX_BODY_CHARS}")
-    tags, has_stray_text = _scan_top_level(body, declared)
+def _argument_tags(
+    body: str, budget: RelaxedParseBudget, declared: Collection[str]
+) -> list[_ArgumentTag]:
+    tags, has_stray_text = _scan_top_level(body, budget, declared)
     if not tags and has_stray_text:
         raise RelaxedXMLError("body has text but no argument tags")
     return tags
@@ -185,6 +188,7 @@ def _item_calls(
     tags: list[_ArgumentTag],
     properties: Mapping[str, Any],
     known: Mapping[tuple[str, str], Any],
+    budget: RelaxedParseBudget,
 ) -> list[dict[str, Any]] | None:
     """One call per top-level `<item>`, each with the arguments beside the items; None unless
     every item holds argument elements alone (each naming a declared parameter)."""
@@ -194,7 +198,7 @@ def _item_calls(
         if item.name != LIST_MEMBER:
             continue
         inner = body[item.inner_start : item.inner_end]
-        inner_tags, has_stray_text = _scan_top_level(inner)
+        inner_tags, has_stray_text = _scan_top_level(inner, budget)
         undeclared = properties and any(tag.name not in properties for tag in inner_tags)
         if not inner_tags or has_stray_text or undeclared:
             return None
@@ -205,17 +209,20 @@ def _item_calls(
     return calls
 
 
-def arguments_are_complete(body: str) -> bool:
+def arguments_are_complete(body: str, budget: RelaxedParseBudget | None = None) -> bool:
     """Whether every top-level argument tag and CDATA section in `body` is closed, i.e. the
-    output was not cut off in the middle of an argument."""
-    tags, _ = _scan_top_level(body)
+    output was not cut off in the middle of an argument. Charged as parse_xml_arguments is;
+    raises RelaxedXMLError past the budget."""
+    tags, _ = _scan_top_level(body, budget or RelaxedParseBudget())
     return all(tag.closed for tag in tags) and body.count(_CDATA_START) == body.count(_CDATA_END)
 
 
-def _scan_top_level(body: str, declared: Collection[str] = ()) -> tuple[list[_ArgumentTag], bool]:
-    """The body's top-level tags, and whether non-whitespace text lies between them. A tag
-    of a `declared` argument left unclosed ends where another declared argument's tag
-    does (see `_misclosed`)."""
+def _scan_top_level(
+    body: str, budget: RelaxedParseBudget, declared: Collection[str] = ()
+) -> tuple[list[_ArgumentTag], bool]:
+    """The body's top-level tags, and whether non-whitespace text lies between them. Each
+    tag is charged to `budget`. A tag of a `declared` argument left unclosed ends where
+    another declared argument's tag does (see `_misclosed`)."""
     tags: list[_ArgumentTag] = []
     has_stray_text = False
     position = 0
@@ -225,6 +232,10 @@ def _scan_top_level(body: str, declared: Collection[str] = ()) -> tuple[list[_Ar
             position = _skip_past(body, lt, _CDATA_END)
             has_stray_text = has_stray_text or bool(string_value(body[lt:position]))
         elif opened := _OPEN_TAG.match(body, lt):
+            try:
+                budget.spend_argument()
+            except RelaxedJSONError as error:
+                raise RelaxedXMLError(str(error)) from None
             inner_end, position, closed = _find_close(body, opened)
             if not closed and opened["name"] in declared:
                 inner_end, position, closed = _misclosed(body, opened, declared) or (

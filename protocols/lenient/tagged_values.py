@@ -28,7 +28,7 @@ def attributes(text: str) -> dict[str, str]:
 
 def json_or_text(raw: str, budget: RelaxedParseBudget) -> Any:
     """A value a format marked as not a string: its JSON, or the text when it is none."""
-    budget.spend_strict(len(raw))
+    budget.spend_parse()
     try:
         return json.loads(raw)
     except ValueError:

@@ -28,6 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from .coerce import declared_properties, declared_types
 
+# A value read as XML through lxml (an object, an array): far beyond any real one, and
+# past it building the tree would only burn CPU and memory. String values are kept as
+# written, in one pass, so a call body as such has no limit (a 50 MB file write was cut).
+MAX_MARKUP_VALUE_CHARS = 4 * 1024 * 1024
 # Far beyond the nesting of any tool schema; protects the recursive conversion.
 MAX_DEPTH = 64
 # Integers beyond 2**53 lose precision in JavaScript clients, so `<item>` keeps them as text.
@@ -147,6 +151,8 @@ def parse_xml_value(raw: str, schema: Any = None) -> Any:
     argument's, if declared) tells which wrapped child lists are arrays."""
     if "<" not in raw and "&" not in raw:
         return _leaf_text(raw)  # no markup: what lxml would give, without its cost
+    if len(raw) > MAX_MARKUP_VALUE_CHARS:
+        raise RelaxedXMLError(f"a value of {len(raw)} characters exceeds {MAX_MARKUP_VALUE_CHARS}")
     repaired = _LXML_REPAIRS.sub(_repair, raw)
     document = f"<{_SYNTHETIC_ROOT}>{repaired}</{_SYNTHETIC_ROOT}>"
     etree, parser = _lxml()

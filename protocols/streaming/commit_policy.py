@@ -14,7 +14,11 @@ from typing import Any, Protocol
 from ..base import ArgumentsMode, UnknownTools
 from ..lenient.coerce import coerce_by_schema
 from ..lenient.json_text import json_text
-from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.relaxed_json import (
+    STREAMED_CALL_CREDIT_CHARS,
+    RelaxedJSONError,
+    RelaxedParseBudget,
+)
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
     ErrorKind,
@@ -82,7 +86,16 @@ class CallContext:
     ) -> None:
         """Emit the calls one stretch of output held, each coerced by its tool's schema (an
         undeclared tool's as written). The stretch is the first call's original text, so
-        nothing is counted twice; only the first call can have been streamed."""
+        nothing is counted twice; only the first call can have been streamed. The calls
+        after the first are charged to the budget (the first was, with its open tag): past
+        it the stretch is text, unless its first call was streamed."""
+        if len(calls) > 1:
+            try:
+                self.relaxed_budget.spend_calls(len(calls) - 1)
+            except RelaxedJSONError as error:
+                if streamed is None:
+                    self.fall_back_to_text(ErrorKind.PARSE_BUDGET, str(error), original)
+                    return
         for index, (name, arguments) in enumerate(calls):
             tool = self.tools.get(name)
             self.complete_call(
@@ -116,6 +129,8 @@ class CallContext:
             )
             name = declared
         arguments = dump_arguments(value)
+        if streamed is not None:
+            self.relaxed_budget.credit = 0
         if self.mode is ArgumentsMode.ATOMIC:
             self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
             return
@@ -140,6 +155,7 @@ class CallContext:
         if streamed is None:
             self.fall_back_to_text(kind, message, original)
             return
+        self.relaxed_budget.credit = 0
         self.error(kind, message, original)
         self.out.call_part(ToolCallUnfinished(streamed.id, streamed.name, original))
 
@@ -224,6 +240,8 @@ class ArgumentSender:
             if self._held_chars < self._ctx.small_call_chars:
                 return
             self.call = self._ctx.start_call(name)
+            # It may finish on credit once the budget runs out: see STREAMED_CALL_CREDIT_CHARS.
+            self._ctx.relaxed_budget.credit = STREAMED_CALL_CREDIT_CHARS
             fragment, self._held = "".join(self._held), []
         self._ctx.send_arguments(self.call, fragment)
 

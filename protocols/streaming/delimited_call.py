@@ -66,7 +66,7 @@ class DelimitedCall(CallScanner):
     def _complete(self, original: str) -> None:
         ctx, body = self._ctx, "".join(self._body)
         try:
-            ctx.relaxed_budget.spend_strict(len(body))
+            ctx.relaxed_budget.spend_parse()
             calls = self._format.read(body, self._name, ctx.relaxed_budget)
         except (CallObjectError, RelaxedJSONError, RelaxedXMLError) as error:
             ctx.fall_back_to_text(ErrorKind.MALFORMED_JSON, str(error), original)

@@ -224,7 +224,8 @@ class JsonBodyCall(CallScanner):
             return
         self._value.append(text)
         self._consumed.append(text)
-        if not self._values:  # the first value streams, if the lexer can follow it
+        # The first value streams, if the lexer can follow it; a whole answer needs no lexer.
+        if not self._values and self._sender.sending:
             skip, self._skip_for_lexer = self._skip_for_lexer, 0
             self._sender.feed(self._lexer, text[skip:])
 

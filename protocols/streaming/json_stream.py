@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from ..lenient.call_objects import ARGUMENT_KEYS, NAME_KEYS
@@ -17,7 +18,10 @@ from ..lenient.coerce import coerce_by_schema, is_string_schema
 from ..lenient.json_text import json_text
 from ..lenient.relaxed_json import RelaxedParseBudget
 
-_STRING_RUN = re.compile(r'[^"\\]+')
+# A run of a string's characters and simple escapes (`\n`, `\"`), read in one step and decoded
+# in C: taken one by one, escapes cost ~1.7 µs each, and source code written into a file has
+# one every few dozen characters (a 15 MB file write took 9 s to read).
+_STRING_RUN = re.compile(r'[^"\\]*(?:\\["\\/bfnrt][^"\\]*)*')
 _BLANK_RUN = re.compile(r"[ \t\r\n]+")
 _AFTER_STRING = ",}]:"
 _SCALAR_RUN = re.compile(r"[^\s,\]}]+")
@@ -113,7 +117,7 @@ class JsonCallLexer:
         arguments_of: str | None = None,
     ) -> None:
         self._schemas = schemas or {}
-        self._budget = budget  # what coercing a value by its schema is charged to
+        self._budget = budget  # what following values, and coercing them, is charged to
         self._value_schema: Mapping[str, Any] | None = None
         self.name: str | None = None
         self.healthy = True
@@ -227,6 +231,9 @@ class JsonCallLexer:
             self._stop()
 
     def _begin_value(self, frame: _Frame, char: str, out: list[str]) -> None:
+        if self._budget is not None and not self._budget.spend_following():
+            self._stop()  # the call is read whole at its end instead
+            return
         is_top = len(self._stack) == 1
         if is_top and frame.key in ARGUMENT_KEYS:
             # The arguments object itself: fragments start here, and only after the name.
@@ -344,11 +351,12 @@ class JsonCallLexer:
                 inner, self._quote_tail = self._quote_tail, None
                 self._string_text(inner, out)
             match = _STRING_RUN.match(text, i)
-            if match:
+            if match and match.end() > i:
                 if self._high_surrogate is not None:
                     self._stop()
                     break
-                self._string_text(match.group(), out)
+                run = match.group()
+                self._string_text(_unescaped(run) if "\\" in run else run, out)
                 i = match.end()
             elif text[i] == "\\":
                 self._escape = ""
@@ -410,6 +418,12 @@ class JsonCallLexer:
         elif kind == _HELD_TEXT:
             self._send_value("".join(self._string_chars), out)
         self._value_done()
+
+
+def _unescaped(run: str) -> str:
+    """A run of `_STRING_RUN` with its escapes decoded (raw control characters are kept)."""
+    decoded: str = scanstring(run + '"', 0, False)[0]
+    return decoded
 
 
 def _escape_length(escape: str) -> int:

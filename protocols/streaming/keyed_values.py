@@ -24,6 +24,7 @@ from typing import Any
 
 from ..lenient.coerce import coerce_by_schema, is_string_schema
 from ..lenient.json_text import json_text
+from ..lenient.relaxed_json import RelaxedJSONError
 from ..lenient.xml_values import ValueLayout
 from ..parts import ErrorKind
 from .commit_policy import ArgumentSender, CallContext, CallScanner
@@ -157,8 +158,16 @@ class KeyedValuesCall(CallScanner):
                     return text[position:]
                 if tag == grammar.function_end:
                     self._state = _State.AFTER_FUNCTION
-                else:
-                    self._begin_value(found.group("key"))
+                    continue
+                try:
+                    self._ctx.relaxed_budget.spend_argument()
+                except RelaxedJSONError as error:
+                    original = self._open_tag + "".join(self._consumed)
+                    self._ctx.reject_call(
+                        self._sender.call, ErrorKind.PARSE_BUDGET, str(error), original
+                    )
+                    return text[position:]
+                self._begin_value(found.group("key"))
 
     def _after_function(self, text: str, position: int) -> str | None:
         """Take the wrapper's close tag (`</tool_call>`) if it follows; the gap before it

@@ -99,6 +99,10 @@ class OffProtocolAnswer:
         """The calls the whole answer is, or None when it is not only declared calls."""
         if self._json_start is None:
             return None
+        try:
+            budget.spend_calls()  # as the tag that opens a call is
+        except RelaxedJSONError:
+            return None
         inner = self.text.strip()
         wrapper = _WRAPPER_OPEN.match(inner)
         if wrapper:

@@ -37,6 +37,8 @@ class PartWriter:
         "_hold",
         "_incremental",
         "_parts",
+        "_run",
+        "_run_of",
         "_shell",
         "context",
         "fenced_calls",
@@ -48,6 +50,11 @@ class PartWriter:
         self._blocks = 0
         self._shell = CallShell()  # the text outside blocks, while it may be layout
         self._called = False  # a call part was written: what is held beside it is layout
+        # The text of one block, or the argument fragments of one call, written one after
+        # another in this feed: given out as one part (a whole answer or a large delta is
+        # read in small pieces, each of which adds a little).
+        self._run: list[str] = []
+        self._run_of: TextDelta | ToolCallDelta | None = None  # the run's first part
         self._incremental = incremental
         self.context = ReadingContext()
         self._hold: CallHold | None = None
@@ -101,7 +108,7 @@ class PartWriter:
             self._decide(self._hold.end())
         self.context.message_begins()
         self._release(self._shell.flush())
-        self._parts.append(part)
+        self._add(part)
 
     def call_part(self, part: Part) -> None:
         if self._hold is not None:
@@ -118,6 +125,7 @@ class PartWriter:
         self._close_block()
 
     def take(self) -> list[Part]:
+        self._end_run()
         parts, self._parts = self._parts, []
         return parts
 
@@ -148,7 +156,7 @@ class PartWriter:
     def _write_held_call(self, part: Part) -> None:
         if self._incremental and isinstance(part, ToolCall):
             self._write_call_part(ToolCallStart(part.id, part.name))
-            self._parts.append(ToolCallDelta(part.id, part.arguments))
+            self._add(ToolCallDelta(part.id, part.arguments))
         self._write_call_part(part)
 
     def _write_text(self, text: str) -> None:
@@ -160,26 +168,49 @@ class PartWriter:
             if not released:
                 return
             text, block = released, self._open_block()
-        self._parts.append(TextDelta(block, text))
+        self._add(TextDelta(block, text))
 
     def _write_call_part(self, part: Part) -> None:
         self._release(self._shell.before_call())
         self._close_block()
         self._called = True
-        self._parts.append(part)
+        self._add(part)
 
     def _release(self, held: str) -> None:
         if held:
             block = self._block if self._block is not None else self._open_block()
-            self._parts.append(TextDelta(block, held))
+            self._add(TextDelta(block, held))
 
     def _open_block(self) -> str:
         self._block = f"text_{self._blocks}"
         self._blocks += 1
-        self._parts.append(TextStart(self._block))
+        self._add(TextStart(self._block))
         return self._block
 
     def _close_block(self) -> None:
         if self._block is not None:
-            self._parts.append(TextEnd(self._block))
+            self._add(TextEnd(self._block))
             self._block = None
+
+    def _add(self, part: Part) -> None:
+        run_of = self._run_of
+        if run_of is not None and type(part) is type(run_of) and part.id == run_of.id:
+            self._run.append(part.text if isinstance(part, TextDelta) else part.arguments)
+            return
+        self._end_run()
+        if isinstance(part, TextDelta | ToolCallDelta):
+            self._run_of = part
+        else:
+            self._parts.append(part)
+
+    def _end_run(self) -> None:
+        run_of, self._run_of = self._run_of, None
+        if run_of is None:
+            return
+        if self._run:
+            if isinstance(run_of, TextDelta):
+                run_of = TextDelta(run_of.id, "".join((run_of.text, *self._run)))
+            else:
+                run_of = ToolCallDelta(run_of.id, "".join((run_of.arguments, *self._run)))
+            self._run = []
+        self._parts.append(run_of)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
 from ..base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
-from ..lenient.relaxed_json import RelaxedParseBudget
+from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
+    ErrorKind,
     OnError,
     ParseError,
     Part,
@@ -37,6 +38,13 @@ from .part_writer import PartWriter
 from .reading_context import Verdict
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+# The most text one step of the loop reads. A whole answer (and an upstream chunk of
+# megabytes) is read in pieces of this size, as a stream would deliver it: every call found
+# hands the rest of its piece on as a new string, so reading all of it at once made each tag
+# cost the length of the whole rest (128 KB of `<tool_call>{` took over a minute), while a
+# piece bounds that to a few microseconds. Any chunking reads alike, so the parts are the same.
+FEED_PIECE_CHARS = 512
 
 
 class HeldOpen(Protocol):
@@ -108,6 +116,8 @@ class TagStreamParser(StreamParser):
         # (a marker none of whose tags can open there never will: its text only grows).
         self._searched = 0
         self._ended = False  # the output has ended (finish)
+        # The parse budget could not pay for another call: the rest of the output is text.
+        self._budget_spent = False
         self._pending = ""
         self._call: CallScanner | None = None
         self._after_call = False  # a call just ended: a result the model invents may follow
@@ -153,25 +163,33 @@ class TagStreamParser(StreamParser):
         return None
 
     def feed(self, text: str) -> list[Part]:
+        self._read(text)
+        return self._ctx.out.take()
+
+    def _read(self, text: str) -> None:
+        for start in range(0, len(text), FEED_PIECE_CHARS):
+            self._read_piece(text[start : start + FEED_PIECE_CHARS])
+
+    def _read_piece(self, text: str) -> None:
         if self._answer is not None:
-            if self._answer.feed(text):
-                return self._ctx.out.take()
-            text, self._answer = self._answer.text, None  # not off-protocol calls: read it
+            if not self._answer.feed(text):
+                held, self._answer = self._answer.text, None  # not off-protocol calls: read it
+                self._read(held)
+            return
         if self._held_think_call is not None:
             seam = self._held_seam + text
             if THINK_CLOSE not in seam:
                 self._held_pieces.append(text)
                 self._held_seam = seam[1 - len(THINK_CLOSE) :]
-                return self._ctx.out.take()
+                return
             text = self._take_held_pieces() + text
         if self._held_open is not None:
             if self._held_open_goes_on(text):
                 self._pending += text
-                return self._ctx.out.take()
+                return
             self._held_open = None
         self._pending += text
         self._advance()
-        return self._ctx.out.take()
 
     def _held_open_goes_on(self, text: str) -> bool:
         """Whether the held open tag is still unfinished after `text`. A think tag in it ends
@@ -183,21 +201,20 @@ class TagStreamParser(StreamParser):
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
-        self._ended = True  # what is held back can grow no more: it is read as it is
         if self._answer is not None:
             answer, self._answer = self._answer, None
             calls = answer.calls(self._ctx.relaxed_budget)
             if calls is not None:
                 self._ctx.complete_calls(calls, answer.text)
+                out.end()
                 return out.take()
-            self._pending += answer.text
-        self._advance()
+            self._read(answer.text)
         if self._in_think and self._held_think_call is not None:
-            # The output ended in a think block holding a call: the model forgot `</think>`.
-            self._pending += self._take_held_pieces()
-            out.marker(ThinkEnd(""))
-            self._in_think = False
-            self._held_think_call = None
+            self._end_think_holding_call()
+        self._ended = True  # what is held back can grow no more: it is read as it is
+        self._advance()
+        if self._in_think and self._held_think_call is not None:  # a call tag at the very end
+            self._end_think_holding_call()
             self._advance()
         if self._call is not None:
             self._call.finish()
@@ -209,6 +226,16 @@ class TagStreamParser(StreamParser):
             self._in_think = False
         out.end()
         return out.take()
+
+    def _end_think_holding_call(self) -> None:
+        """The output ended in a think block holding a call: the model forgot `</think>`.
+        What was held from the call tag on is read as the answer, in pieces."""
+        held = self._pending + self._take_held_pieces()
+        self._pending = ""
+        self._ctx.out.marker(ThinkEnd(""))
+        self._in_think = False
+        self._held_think_call = None
+        self._read(held)
 
     def _take_held_pieces(self) -> str:
         held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
@@ -315,7 +342,7 @@ class TagStreamParser(StreamParser):
             elif self._after_call:
                 if not self._advance_after_call():
                     return
-            elif self._tag_chars.isdisjoint(self._pending):
+            elif self._budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
@@ -389,6 +416,17 @@ class TagStreamParser(StreamParser):
         if call is not None:
             start, end, name, form = call
             out.text(text[:start])
+            # Charged before its verdict: a call form shown as text costs its tag, one held
+            # is read whole, and a hold must not begin for a call the budget cannot pay.
+            try:
+                self._ctx.relaxed_budget.spend_calls()
+            except RelaxedJSONError as error:
+                self._ctx.error(
+                    ErrorKind.PARSE_BUDGET, f"{error}: the rest is text", text[start:end]
+                )
+                self._budget_spent = True
+                self._pending = text[start:]
+                return True
             verdict = out.begin_call()
             held = verdict is not Verdict.CALL
             if verdict is Verdict.TEXT:  # shown, not written to act: its open tag is text

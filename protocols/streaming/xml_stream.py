@@ -47,7 +47,7 @@ class XmlArgumentStream:
         self, schema: Mapping[str, Any], tool_name: str, budget: RelaxedParseBudget
     ) -> None:
         self._tool_name = tool_name
-        self._budget = budget  # what coercing a value by its schema is charged to
+        self._budget = budget  # what following arguments, and coercing them, is charged to
         properties = schema.get("properties")
         self._properties: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
         self.healthy = True
@@ -150,8 +150,12 @@ class XmlArgumentStream:
     def _tag(self, tag: re.Match[str], out: list[str]) -> None:
         closing, name, self_closing = tag.group(1), tag.group(2), tag.group(3)
         if self._key is None:
-            if not closing:
-                self._open(name, tag.group(), bool(self_closing), out)
+            if closing:
+                return
+            if not self._budget.spend_following():
+                self.healthy = False  # the call is read whole at its end instead
+                return
+            self._open(name, tag.group(), bool(self_closing), out)
             return
         if name == self._key and not self_closing:
             self._depth += -1 if closing else 1

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from protocols import ToolSpec, free_form_tool
+from protocols import ToolSpec, free_form_tool, nested_deeper_than
 
 from ..wire import ProxyError
 
@@ -17,6 +17,11 @@ VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fu
 TOOL_TYPES = frozenset({"function", "custom"})
 TEXT_PART_TYPES = frozenset({"text", "input_text", "refusal"})
 PART_SEPARATOR = "\n"  # between a content's text parts, as chat templates join them
+# How deep a request body may nest. Tool schemas and message contents nest a few dozen
+# levels at most; rendering tools and history walks the body recursively, a few frames a
+# level, so a body nested ~960 deep, which the decoder takes, raised RecursionError (a 500)
+# on every door. Well below Python's recursion limit of 1,000.
+MAX_REQUEST_NESTING = 128
 
 
 class ChoiceMode(StrEnum):
@@ -73,6 +78,12 @@ def decoded_body(raw: bytes) -> dict[str, Any]:
         raise invalid("request body is not valid JSON", None, "invalid_json") from None
     except RecursionError:  # json's C decoder recurses per level: `[` x 200,000 gets here
         raise invalid("request body nests too deeply", None, "invalid_json") from None
+    # Fewer brackets than the limit cannot nest past it: most bodies are not walked at all.
+    if raw.count(b"{") + raw.count(b"[") > MAX_REQUEST_NESTING and nested_deeper_than(
+        body, MAX_REQUEST_NESTING
+    ):
+        message = f"request body nests deeper than {MAX_REQUEST_NESTING} levels"
+        raise invalid(message, None, "invalid_json")
     if not isinstance(body, dict):
         raise invalid("request body must be a JSON object", None)
     return body

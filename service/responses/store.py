@@ -128,8 +128,13 @@ class ResponseStore(ABC):
         """The named response's conversation and the named items, if `owner` stored them and
         they are still kept. Raises a 503 `ProxyError` when the backend does not answer."""
         item_ids = list(dict.fromkeys(item_ids))  # an item named twice is looked up once
-        found = await self._asked(self._lookup(owner, response_id, item_ids, self._clock()))
         named = (response_id is not None) + len(item_ids)
+        # The proxy's ids are ASCII: one that UTF-8 cannot even write (a lone surrogate a
+        # client escaped in its JSON) was never stored, and a Redis key could not hold it.
+        item_ids = [item_id for item_id in item_ids if _writable(item_id)]
+        if response_id is not None and not _writable(response_id):
+            response_id = None
+        found = await self._asked(self._lookup(owner, response_id, item_ids, self._clock()))
         self._counted((found.conversation is not None) + len(found.items), named)
         return found
 
@@ -286,3 +291,12 @@ def _exact(value: bytes) -> bytes:
     grew to (at least 4 KiB, about twice the size of a long value), which a value kept for
     the store's whole TTL would hold: a 2 KB entry took 14 KB of the process's memory."""
     return bytes(memoryview(value))
+
+
+def _writable(identifier: str) -> bool:
+    """Whether UTF-8 can write `identifier`: a lone surrogate cannot be."""
+    try:
+        identifier.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -301,7 +301,9 @@ class Upstream:
         `timeout` bounds the whole exchange (default: the total timeout); `held_whole`: the
         reader keeps all of the body however it reads it (see `UpstreamStream.data_payloads`)."""
         started = time.perf_counter()
-        deadline = asyncio.get_running_loop().time() + (timeout or self._total_timeout)
+        deadline = asyncio.get_running_loop().time() + (
+            self._total_timeout if timeout is None else timeout
+        )
         request = self.client.build_request(method, url, headers=headers, content=content)
         try:
             with deadline_scope(deadline):

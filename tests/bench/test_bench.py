@@ -22,6 +22,8 @@ import pytest
 from processes import Started, run_to_the_end
 from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
+from protocols.streaming.dialect_forms import dialect_names
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SERVERS = ("bare relay", "toolcall-proxy")
 # The scripts started together, with their smallest sizes.
@@ -110,6 +112,11 @@ def test_parser_benchmark_prints_every_protocol_and_the_stall_rows(
         assert re.search(rf"^{protocol}\s+prose, no calls\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE)
     stall_rows = re.findall(r" ms  (\w+)$", out, re.MULTILINE)
     assert stall_rows, out
+    # A flood of each dialect's calls, openings and inner tags, read whole and streamed.
+    for dialect in dialect_names():
+        for shape in ("calls", "openings", "inner tags"):
+            row = rf"^{re.escape(dialect)}: {shape} +[\w-]+ +-?[\d.]+ +-?[\d.]+  s  (ok|OVER)$"
+            assert re.search(row, out, re.MULTILINE), (dialect, shape, out)
 
 
 def test_schema_check_benchmark_prints_each_tool_the_mean_and_the_hostile_schema(

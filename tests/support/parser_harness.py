@@ -40,6 +40,7 @@ from protocols import (
     get_protocol,
     protocol_names,
 )
+from protocols.lenient.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
 
 # Every registered protocol: a protocol file added to the package is tested with no edit here.
 PROTOCOL_NAMES = tuple(protocol_names())
@@ -205,12 +206,16 @@ def run(
     tools: Sequence[ToolSpec] = TOOLS,
     unknown_tools: UnknownTools = UnknownTools.CALL,
     small_call_chars: int = SMALL_CALL_CHARS,
+    relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
 ) -> Result:
     """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish.
     `small_call_chars=0` streams every call at once (as a large one streams)."""
     errors: list[ParseError] = []
     options = ParserOptions(
-        mode=mode, unknown_tools=unknown_tools, small_call_chars=small_call_chars
+        mode=mode,
+        unknown_tools=unknown_tools,
+        small_call_chars=small_call_chars,
+        relaxed_parse_budget_chars=relaxed_parse_budget_chars,
     )
     parser = protocol_of(protocol).stream_parser(tools, options=options, on_error=errors.append)
     batches = [parser.feed(piece) for piece in split(text, chunks)]

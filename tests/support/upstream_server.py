@@ -114,12 +114,17 @@ class Drop:
 
 class Paused:
     """Stream the `before` chunks, wait until the test sets `resume`, then stream the `after`
-    chunks and finish like a `Reply`; `paused` is set while it waits."""
+    chunks and finish like a `Reply`; `paused` is set while it waits. A request that does not
+    stream gets the whole `Reply` once the test resumes it."""
 
     def __init__(self, before: tuple[str, ...], after: tuple[str, ...]):
         self.before, self.after = before, after
         self.paused = threading.Event()
         self.resume = threading.Event()
+
+    @property
+    def reply(self) -> Reply:
+        return Reply(*self.before, *self.after)
 
 
 class Late:
@@ -270,6 +275,9 @@ class ScriptedUpstream:
             return _Raw(lambda send, receive: _send_verbatim(step, send))
         if isinstance(step, Reply) and not asked.get("stream"):
             return JSONResponse(completion_body(step, asked["model"]))
+        if isinstance(step, Paused) and not asked.get("stream"):
+            await _resumed(step)
+            return JSONResponse(completion_body(step.reply, asked["model"]))
         if isinstance(step, Paused):
             return _Raw(lambda send, receive: self._paused(step, asked, send))
         gone = self.client_gone  # this test's, even if the client leaves after a reset
@@ -296,18 +304,23 @@ class ScriptedUpstream:
         await send({"type": "http.response.body", "body": b""})
 
     async def _paused(self, step: Paused, asked: dict[str, Any], send: Send) -> None:
-        events = list(event_stream(Reply(*step.before, *step.after), asked))
+        events = list(event_stream(step.reply, asked))
         split = 1 + len(step.before)  # the role chunk, then `before`
         headers = [(b"content-type", b"text/event-stream")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         for event in events[:split]:
             await send({"type": "http.response.body", "body": event, "more_body": True})
-        step.paused.set()
-        resumed = await anyio.to_thread.run_sync(step.resume.wait, HUNG_AFTER_SECONDS)
-        assert resumed, "the test never resumed the paused upstream"
+        await _resumed(step)
         for event in events[split:]:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+
+
+async def _resumed(step: Paused) -> None:
+    """Once the test has resumed the paused step."""
+    step.paused.set()
+    resumed = await anyio.to_thread.run_sync(step.resume.wait, HUNG_AFTER_SECONDS)
+    assert resumed, "the test never resumed the paused upstream"
 
 
 async def _wait_for_disconnect(receive: Receive, gone: threading.Event) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from types import FrameType
 from typing import Any
 
 import jsonschema
@@ -284,3 +286,39 @@ def test_prompt_without_a_named_tool_offers_every_tool() -> None:
         assert _mentions(prompt, tool.name), tool.name
     assert len(_example_calls(prompt)) == 1
     assert '"name"' in prompt and '"arguments"' in prompt
+
+
+def _chained_models(count: int) -> ToolSpec:
+    """A schema of `count` definitions, each referring to the next, as generated models do."""
+    definitions = {
+        f"Model{index}": {"properties": {"next": {"$ref": f"#/$defs/Model{(index + 1) % count}"}}}
+        for index in range(count)
+    }
+    return ToolSpec(
+        "t", "", {"$defs": definitions, "properties": {"root": {"$ref": "#/$defs/Model0"}}}
+    )
+
+
+def _builtin_calls(count: int) -> int:
+    """Calls of built-in functions and methods made while the call schema of
+    `_chained_models(count)` is built: the work, counted."""
+    tool = _chained_models(count)
+    calls = 0
+
+    def count_calls(_frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal calls
+        calls += event == "c_call"
+
+    sys.setprofile(count_calls)
+    try:
+        forced_call_schema([tool])
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_moving_the_references_of_many_definitions_costs_linear_work() -> None:
+    # Each reference was tried against every definition: 10,000 of them took 9 s.
+    assert _builtin_calls(4_000) < 6 * _builtin_calls(1_000)
+    schema = forced_call_schema([_chained_models(3)])["json_schema"]["schema"]
+    assert schema["$defs"]["t.Model2"] == {"properties": {"next": {"$ref": "#/$defs/t.Model0"}}}

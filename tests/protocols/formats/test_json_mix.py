@@ -35,9 +35,11 @@ from protocols import (
 )
 from protocols.lenient import relaxed_json
 from protocols.lenient.relaxed_json import (
+    ARGUMENT_CHARGE_CHARS,
+    CALL_CHARGE_CHARS,
+    FOLLOWING_FLOOR_CHARS,
     PARSE_CHARGE_CHARS,
     RELAXED_PARSE_BUDGET_CHARS,
-    STRICT_CHARS_PER_CHARGED_CHAR,
 )
 
 JSON_MIX = "json-mix"
@@ -49,10 +51,6 @@ UNCLOSED_CALL = CALL.removesuffix("</tool_call>")
 CUT_OFF_CALL = '<tool_call>{"name": "get_weather", "arguments": {"city": "Par'
 
 Calls = list[tuple[str, Any]]
-
-
-def _strict_charge(chars: int) -> int:
-    return PARSE_CHARGE_CHARS + chars // STRICT_CHARS_PER_CHARGED_CHAR
 
 
 def _body(body: str) -> str:
@@ -511,9 +509,14 @@ def test_large_write_file_content_streams_in_manyfragments() -> None:
 def test_relaxed_calls_past_the_response_budget_stay_text(mode: ArgumentsMode) -> None:
     relaxed = "<tool_call>{name: 'get_weather', arguments: {city: 'Paris'}}</tool_call>"
     body_chars = len(relaxed) - len("<tool_call></tool_call>")
-    strict_chars = len(CALL) - len("<tool_call></tool_call>")
-    # Each body is read strictly first; the relaxed one then once more, relaxed.
-    fits_one_relaxed = 2 * _strict_charge(body_chars) + body_chars + _strict_charge(strict_chars)
+    # Each call is charged for its tag (while what its reading needs is left) and its strict
+    # try, the strict one for the three values its lexer follows, the relaxed one its repair.
+    fits_one_relaxed = (
+        3 * (CALL_CHARGE_CHARS + PARSE_CHARGE_CHARS)
+        + FOLLOWING_FLOOR_CHARS
+        + 3 * ARGUMENT_CHARGE_CHARS
+        + body_chars
+    )
     errors: list[ParseError] = []
     options = ParserOptions(mode=mode, relaxed_parse_budget_chars=fits_one_relaxed)
     parser = get_protocol(JSON_MIX).stream_parser(TOOLS, options=options, on_error=errors.append)

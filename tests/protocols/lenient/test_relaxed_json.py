@@ -188,21 +188,33 @@ def test_large_json5_text_parses() -> None:
     assert parse_relaxed_json(text) == {"data": numbers, "note": "x"}
 
 
-def _strict_charge(text: str) -> int:
-    return PARSE_CHARGE_CHARS + len(text) // STRICT_CHARS_PER_CHARGED_CHAR
-
-
 def test_every_parse_is_charged_to_the_budget_and_refused_past_it() -> None:
     relaxed, strict = "{a: 'x'}", '{"strict": 1}'
-    relaxed_charge = _strict_charge(relaxed) + len(relaxed)  # tried strictly first
-    budget = RelaxedParseBudget(relaxed_charge + 2 * _strict_charge(strict))
+    relaxed_charge = PARSE_CHARGE_CHARS + len(relaxed)  # tried strictly first
+    budget = RelaxedParseBudget(relaxed_charge + 2 * PARSE_CHARGE_CHARS)
     assert parse_relaxed_json(relaxed, budget=budget) == {"a": "x"}
     assert parse_relaxed_json(strict, budget=budget) == {"strict": 1}
-    assert budget.remaining == _strict_charge(strict)
+    assert budget.remaining == PARSE_CHARGE_CHARS
     with pytest.raises(RelaxedJSONError, match="too small to repair"):
         parse_relaxed_json(relaxed, budget=budget)  # its strict try fits, its repair not
     with pytest.raises(RelaxedJSONError, match="too small to read"):
         parse_relaxed_json(strict, budget=budget)
+
+
+def test_strict_reading_is_charged_by_the_parse_not_by_the_character() -> None:
+    # A 50 MB file write was cut when every strict character was charged: read once, in C,
+    # it costs what receiving it did.
+    big = json.dumps({"content": "x" * 10 * RELAXED_PARSE_BUDGET_CHARS})
+    budget = RelaxedParseBudget(PARSE_CHARGE_CHARS)
+    assert parse_relaxed_json(big, budget=budget) == json.loads(big)
+    assert budget.remaining == 0
+
+
+def test_text_read_again_is_charged_by_its_length() -> None:
+    budget = RelaxedParseBudget()
+    budget.spend_reread(8_000)
+    charged = PARSE_CHARGE_CHARS + 8_000 // STRICT_CHARS_PER_CHARGED_CHAR
+    assert budget.remaining == RELAXED_PARSE_BUDGET_CHARS - charged
 
 
 def test_strict_parses_are_charged_so_a_million_values_cannot_be_read_for_free(
@@ -213,7 +225,7 @@ def test_strict_parses_are_charged_so_a_million_values_cannot_be_read_for_free(
     monkeypatch.setattr(relaxed_json.json, "loads", parses)
     with pytest.raises(RelaxedJSONError, match="budget"):
         parse_json_values("1 " * 1_000_000, budget=RelaxedParseBudget())
-    assert parses.call_count == RELAXED_PARSE_BUDGET_CHARS // _strict_charge("1")
+    assert parses.call_count == RELAXED_PARSE_BUDGET_CHARS // PARSE_CHARGE_CHARS
 
 
 def test_a_parse_without_a_budget_gets_a_default_one() -> None:

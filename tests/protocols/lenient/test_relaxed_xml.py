@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocols.lenient.relaxed_xml import (
-    MAX_BODY_CHARS,
-    DuplicateStringTagError,
-    parse_xml_arguments,
+from protocols.lenient.relaxed_xml import DuplicateStringTagError, parse_xml_arguments
+from protocols.lenient.xml_values import (
+    MAX_DEPTH,
+    MAX_MARKUP_VALUE_CHARS,
+    RelaxedXMLError,
+    ValueLayout,
 )
-from protocols.lenient.xml_values import MAX_DEPTH, RelaxedXMLError, ValueLayout
 
 WRITE_FILE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -223,7 +224,7 @@ def test_text_without_tags_is_an_error(body: str) -> None:
         "<a>" * (MAX_DEPTH + 1),
         "<o>" + "<a>" * (MAX_DEPTH + 1) + "</a>" * (MAX_DEPTH + 1) + "</o>",
         "<o>" + "<a>" * (MAX_DEPTH + 1) + "</o>",
-        "<a>" + "x" * MAX_BODY_CHARS + "</a>",
+        "<a><b>" + "x" * MAX_MARKUP_VALUE_CHARS + "</b></a>",
     ],
 )
 def test_limits_raise_relaxed_xml_error(body: str) -> None:

@@ -96,7 +96,7 @@ def test_reading_the_history_stops_at_the_request_parse_budget_leaving_the_text(
     # 1 MB of JSON5 arguments in a history took seconds to read, again on every continuation.
     json5_reads = Mock(wraps=pyjson5.loads)
     monkeypatch.setattr(relaxed_json.pyjson5, "loads", json5_reads)
-    arguments = "{" + ", ".join(f"k{index}: {index}" for index in range(40_000)) + "}"
+    arguments = "{" + ", ".join(f"k{index}: {index}" for index in range(60_000)) + "}"
     # One such read fits the budget, two do not.
     assert RELAXED_PARSE_BUDGET_CHARS // 2 < len(arguments) < RELAXED_PARSE_BUDGET_CHARS * 3 // 4
     calls = [
@@ -107,7 +107,7 @@ def test_reading_the_history_stops_at_the_request_parse_budget_leaving_the_text(
 
     sent = rewritten(messages=[QUESTION, history])["messages"][1]["content"]
 
-    read = PROTOCOL.render_call("f", {f"k{index}": index for index in range(40_000)})
+    read = PROTOCOL.render_call("f", {f"k{index}": index for index in range(60_000)})
     as_written = PROTOCOL.render_call("f", arguments)  # past the budget: not read
     assert sent == PART_SEPARATOR.join([read, as_written])
     assert json5_reads.call_count == 1

@@ -3,6 +3,8 @@ function) and `parallel_tool_calls`."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,12 @@ from upstream_server import (
     TIME_CALL,
     USAGE,
     WEATHER_CALL,
+    Hang,
+    Paused,
     Reply,
     ScriptedUpstream,
 )
+from waits import HUNG_AFTER_SECONDS
 
 from protocols import ToolSpec
 from protocols.formats.forced_call import (
@@ -24,6 +29,7 @@ from protocols.formats.forced_call import (
     render_forced_call_correction,
     render_forced_call_prompt,
 )
+from service.exchange.asking_again import MAX_ECHOED_REPLY_CHARS
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 EXPLICIT_CHOICES = [
@@ -260,3 +266,70 @@ def test_a_route_says_its_upstream_takes_a_schema(
     to_route, to_default = upstream.chat_requests
     assert to_route.json["response_format"]["type"] == "json_schema"
     assert "response_format" not in to_default.json
+
+
+def test_each_retry_starts_from_the_original_messages_with_the_last_reply(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    # Each retry appended its reply to the request before: the body grew with every one.
+    proxy = start_proxy(forced_call_retries=3)
+    replies = [PROSE, "Still no call.", "Nor now."]
+    upstream.script(*(Reply(reply) for reply in replies), Reply(CALL_OBJECT))
+
+    completion = proxy.chat(chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required"))
+
+    assert completion.calls == [PARIS_WEATHER]
+    first, *again = upstream.chat_requests
+    assert [request.json["messages"][:-2] for request in again] == [first.json["messages"]] * 3
+    assert [request.json["messages"][-2] for request in again] == [
+        {"role": "assistant", "content": reply} for reply in replies
+    ]
+
+
+def test_a_reply_too_long_to_be_a_call_gone_wrong_is_not_asked_for_again(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+) -> None:
+    # A 30 MB reply made upstream requests of 30 and then 60 MB.
+    essay = "A long essay instead of a call. " * (MAX_ECHOED_REPLY_CHARS // 32 + 1)
+    upstream.script(Reply(essay))
+
+    completion = proxy.chat(
+        chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required", stream=stream)
+    )
+
+    assert (completion.content, completion.finish_reason) == (essay, "stop")
+    assert len(upstream.chat_requests) == 1
+
+
+def test_a_retry_that_hangs_ends_at_the_requests_one_deadline(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    # Each retry had a whole deadline of its own: 16.4 s for a 5 s timeout and 3 retries.
+    proxy = start_proxy(upstream_total_timeout=1.0, forced_call_retries=3)
+    upstream.script(Reply(PROSE), Hang())
+
+    answer = proxy.http.post(
+        "/v1/chat/completions", json=chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required")
+    )
+
+    assert answer.status_code == 504
+    assert len(upstream.chat_requests) == 2
+
+
+def test_no_retry_when_less_time_is_left_than_the_reply_took(
+    upstream: ScriptedUpstream, start_proxy: StartProxy
+) -> None:
+    deadline = 2.0
+    proxy = start_proxy(upstream_total_timeout=deadline, forced_call_retries=3)
+    slow = Paused(before=(), after=(PROSE,))
+    upstream.script(slow, Reply(CALL_OBJECT))
+
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(proxy.chat, chat_body(WEATHER_TOOL, TIME_TOOL, tool_choice="required"))
+        assert slow.paused.wait(HUNG_AFTER_SECONDS)
+        time.sleep(deadline * 0.6)  # the reply takes more than half the deadline: time passes
+        slow.resume.set()
+        completion = asked.result(HUNG_AFTER_SECONDS)
+
+    assert (completion.content, completion.finish_reason) == (PROSE, "stop")
+    assert len(upstream.chat_requests) == 1

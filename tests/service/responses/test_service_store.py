@@ -6,6 +6,7 @@ the key is sent."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -231,3 +232,31 @@ def test_readyz_reports_the_memory_store(proxy: Proxy) -> None:
         "status": "ready",
         "response_store": {"backend": "memory", "ready": True},
     }
+
+
+@pytest.mark.parametrize(
+    ("named", "code"),
+    [
+        ({"previous_response_id": "resp_\ud800"}, "previous_response_not_found"),
+        ({"input": [{"type": "item_reference", "id": "msg_\udfff"}]}, "item_not_found"),
+    ],
+    ids=["previous_response_id", "item_reference"],
+)
+def test_an_id_holding_a_lone_surrogate_is_one_never_stored(
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    shared_store: dict[str, Any],
+    named: dict[str, Any],
+    code: str,
+) -> None:
+    # JSON may escape a lone surrogate; a Redis key is UTF-8, which cannot hold one (a 500).
+    proxy = start_proxy(**shared_store)
+    body = json.dumps({"model": MODEL, "input": "And?", **named})
+
+    response = proxy.http.post(
+        "/v1/responses", content=body, headers={"content-type": "application/json"}
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == code
+    assert upstream.requests == []
