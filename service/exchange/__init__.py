@@ -45,7 +45,16 @@ its events by subclassing `EventWriter`."""
 from __future__ import annotations
 
 from .engine import Answer, ChatExchange
-from .event_writer import SEQUENCE, TEXT, ApiEvent, EventTemplate, EventWriter, Written, named_event
+from .event_writer import (
+    SEQUENCE,
+    TEXT,
+    ApiEvent,
+    Counted,
+    EventTemplate,
+    EventWriter,
+    Written,
+    named_event,
+)
 from .events import (
     AnswerEnd,
     AnswerStart,
@@ -92,6 +101,7 @@ __all__ = [
     "ChoiceMode",
     "ChoiceStart",
     "ContentDelta",
+    "Counted",
     "Delta",
     "Event",
     "EventTemplate",

@@ -14,6 +14,7 @@ from typing import Any
 from ..exchange import (
     TEXT,
     CallStart,
+    Counted,
     EventTemplate,
     EventWriter,
     Written,
@@ -67,7 +68,9 @@ class MessageWriter(EventWriter):
         self._stop_sequences = stop_sequences
         self._thinking = thinking  # reasoning becomes thinking blocks; else it is left out
         self._input_estimate = input_estimate
-        self._texts: list[io.StringIO] = []  # each block's text or input JSON, as it grew
+        # Each block's text or input JSON, as it grew; only counted in a stream, whose blocks
+        # no one reads whole.
+        self._texts: list[io.StringIO | Counted] = []
         self._open: int | None = None  # the index of the block deltas add to
         self._calls: dict[int, int] = {}  # chat tool-call index -> its block's index
         self._message: dict[str, Any] = {
@@ -147,7 +150,7 @@ class MessageWriter(EventWriter):
             block["signature"] = ""  # nothing to verify: a text model signs nothing
         index = self._open = len(self.content)
         self.content.append(block)
-        self._texts.append(io.StringIO())
+        self._texts.append(Counted() if self._stream else io.StringIO())
         kind, field = DELTAS[block["type"]]
         delta = {
             "type": "content_block_delta",
@@ -164,8 +167,11 @@ class MessageWriter(EventWriter):
         return [] if index is None else [{"type": "content_block_stop", "index": index}]
 
     def _settle(self) -> None:
-        """Each block's text or input written into it."""
+        """Each block's text or input written into it (a whole answer's: a stream's blocks
+        went out as they grew)."""
         for block, text in zip(self.content, self._texts, strict=True):
+            if isinstance(text, Counted):
+                continue
             if block["type"] == "tool_use":
                 block["input"] = _input_object(text.getvalue())
             else:
@@ -175,7 +181,7 @@ class MessageWriter(EventWriter):
         """The upstream's usage in Anthropic's names (its input excludes cached tokens); an
         estimate when the upstream reported none."""
         if usage is None:
-            output = tokens_in_text(sum(len(text.getvalue()) for text in self._texts))
+            output = tokens_in_text(sum(_length(text) for text in self._texts))
             return {"input_tokens": self._input_estimate, "output_tokens": output}
         prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
@@ -185,6 +191,10 @@ class MessageWriter(EventWriter):
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": cached,
         }
+
+
+def _length(text: io.StringIO | Counted) -> int:
+    return text.chars if isinstance(text, Counted) else len(text.getvalue())
 
 
 def _input_object(text: str) -> Any:

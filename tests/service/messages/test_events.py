@@ -5,6 +5,7 @@ one `error` event, typed by what failed, after the blocks sent so far and with n
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
 from service.exchange import (
@@ -67,3 +68,32 @@ def test_reasoning_is_a_thinking_block_only_when_asked_for_and_calls_have_their_
         "text",
         "tool_use",
     ]
+
+
+def _held_after_writing(stream: bool, text: str, count: int) -> int:
+    """Bytes the writer holds, by Python's allocations, once it wrote `count` deltas of
+    `text` and of a call's arguments, each made as it comes, as a stream's are, and the
+    bytes it gave out are gone."""
+    writer = MessageWriter(model="m", thinking=False, input_estimate=3, stream=stream)
+    writer.write(AnswerStart({}))
+    writer.write(ChoiceStart())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(count):
+            writer.write(ContentDelta(f"{number} {text}"))
+        writer.write(CallStart(0, "call_abc", "write_file"))
+        for number in range(count):
+            writer.write(CallDelta(0, json.dumps(f"{number} {text}")))
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_stream_holds_none_of_the_text_it_sent_and_a_whole_answer_all_of_it() -> None:
+    # Every delta was kept for a message no stream reads: 200 MB of text took +210 MB.
+    text = "Some generated prose, streamed word by word. " * 20
+    sent_chars = 2 * 1000 * len(text)  # ~1.8 MB
+
+    assert _held_after_writing(True, text, 1000) < sent_chars // 100
+    assert _held_after_writing(False, text, 1000) > sent_chars
