@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 FUNCTION: CallKind = "function"
 CUSTOM: CallKind = "custom"
 STOP = "stop"  # the finish reason of a text that ended by itself
+# An upstream names each call in its first fragment. The arguments of one it has not named
+# are held until it does; past this many characters it never will, and they are let go
+# (200 MB of a call never named were held, and never sent: there was nothing to call).
+MAX_UNNAMED_ARGUMENTS_CHARS = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -39,6 +43,7 @@ class _NativeCall:
     id: str
     kind: CallKind
     held: list[str] = field(default_factory=list)  # arguments sent before its name
+    held_chars: int = 0
     dropped: bool = False
 
 
@@ -127,7 +132,7 @@ class DeltaMapper:
             index = self._indexes.get(call.id)
             if index is None:
                 if fragment.name is None:
-                    call.held.append(fragment.text)
+                    self._hold(call, fragment.text)
                     continue
                 if not self._admit(call.id, fragment.name):
                     call.dropped = True
@@ -143,6 +148,14 @@ class DeltaMapper:
             if text:
                 out.append(CallDelta(index, text, self._choice))
         return out
+
+    def _hold(self, call: _NativeCall, text: str) -> None:
+        """Keep arguments of a call not named yet, while it still may be."""
+        call.held.append(text)
+        call.held_chars += len(text)
+        if call.held_chars > MAX_UNNAMED_ARGUMENTS_CHARS:
+            call.held, call.dropped = [], True
+            logger.warning("the upstream sent a tool call without a name; not sent")
 
     def _native_call(self, fragment: CallFragment) -> _NativeCall:
         """The upstream call this fragment belongs to: by its index; without one, a new

@@ -4,6 +4,7 @@ a server."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 
@@ -19,7 +20,8 @@ from protocols import (
 )
 from service.chat.writer import ChatWriter, ChunkEncoder
 from service.exchange import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart
-from service.exchange.deltas import DeltaMapper, finish_reason
+from service.exchange.deltas import MAX_UNNAMED_ARGUMENTS_CHARS, DeltaMapper, finish_reason
+from service.upstream import CallFragment
 
 ARGUMENTS = '{"city": "Paris"}'
 
@@ -194,3 +196,29 @@ def test_a_message_with_only_calls_has_null_content() -> None:
             "function": {"name": "get_weather", "arguments": ARGUMENTS},
         }
     ]
+
+
+def test_arguments_of_a_native_call_never_named_are_let_go_past_a_bound() -> None:
+    # 200 MB of a call the upstream never named were held, and never sent.
+    native = mapper(native=True)
+    piece = "x" * 10_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(100):  # ~1 MB, each piece made as it comes
+            fragment = CallFragment(0, "call_up", "function", None, f"{number}{piece}")
+            assert native.native([fragment]) == []
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * MAX_UNNAMED_ARGUMENTS_CHARS
+    # Named at last, it is not sent: part of its arguments is gone.
+    assert native.native([CallFragment(0, "call_up", "function", "get_weather", "}")]) == []
+
+
+def test_a_native_call_named_after_a_few_fragments_is_sent_whole() -> None:
+    native = mapper(native=True)
+    assert native.native([CallFragment(0, "call_up", "function", None, '{"city": ')]) == []
+    deltas = native.native([CallFragment(0, "call_up", "function", "get_weather", '"Paris"}')])
+    assert [type(delta).__name__ for delta in deltas] == ["CallStart", "CallDelta"]
+    assert deltas[1].text == ARGUMENTS
