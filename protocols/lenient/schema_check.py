@@ -114,7 +114,7 @@ def _checker(draft: type[Validator], *, strict: bool) -> type[Validator]:
     if made is not None:
         return made
     keywords = {
-        name: _counted(_unless_patterned(keyword) if name in PATTERN_DEPENDENT else keyword)
+        name: _counted(_adapted(name, keyword))
         for name, keyword in draft.VALIDATORS.items()
         if name not in REGEX_KEYWORDS and (strict or name in CORE_KEYWORDS)
     }
@@ -128,6 +128,42 @@ def _checker(draft: type[Validator], *, strict: bool) -> type[Validator]:
     )
     _CHECKERS[draft, strict] = checker
     return checker
+
+
+def _adapted(name: str, keyword: Keyword) -> Keyword:
+    if name in PATTERN_DEPENDENT:
+        return _unless_patterned(keyword)
+    if name == "required":
+        return _absent_may_be_null(keyword)
+    return keyword
+
+
+def _absent_may_be_null(required: Keyword) -> Keyword:
+    """`required`, where a property whose schema admits null may be left out: OpenAI's strict
+    mode lists every property as required and marks the optional ones nullable (Roo Code's
+    `execute_command` has `cwd` and `timeout` so), and a model that leaves one out means null;
+    asking it again for them cost a second upstream request per call."""
+
+    def absent_may_be_null(
+        validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
+    ) -> Iterable[ValidationError] | None:
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping) and isinstance(value, list):
+            value = [name for name in value if not _admits_null(properties.get(name))]
+        return required(validator, value, instance, schema)
+
+    return absent_may_be_null
+
+
+def _admits_null(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return False
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(
+        _admits_null(option) for key in ("anyOf", "oneOf") for option in schema.get(key) or ()
+    )
 
 
 def _counted(keyword: Keyword) -> Keyword:

@@ -182,3 +182,27 @@ def test_problems_are_few_and_short() -> None:
     assert len(problems) == MAX_PROBLEMS
     assert all(len(problem) <= MAX_PROBLEM_CHARS + len("p0: ") + 3 for problem in problems)
     assert all(problem.endswith("is not of type 'integer'") for problem in problems)
+
+
+# OpenAI's strict mode: every property required, the optional ones nullable (Roo Code's
+# execute_command).
+STRICT_COMMAND = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string"},
+        "cwd": {"type": ["string", "null"]},
+        "timeout": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+    },
+    "required": ["command", "cwd", "timeout"],
+    "additionalProperties": False,
+}
+
+
+def test_a_nullable_required_property_left_out_means_null() -> None:
+    assert argument_problems({"command": "ls"}, STRICT_COMMAND, strict=True) == []
+
+
+def test_a_required_property_that_cannot_be_null_is_still_missing() -> None:
+    assert argument_problems({"cwd": None}, STRICT_COMMAND, strict=True) == [
+        "'command' is a required property"
+    ]
