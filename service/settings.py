@@ -61,10 +61,13 @@ DEFAULT_PROTOCOL = "json-mix"
 # write the call when told; a second refusal is the model's answer, not a slip, and each
 # retry costs a whole upstream answer.
 DEFAULT_FORCED_CALL_RETRIES = 1
-# A call whose arguments do not follow its tool's schema is shown its problems and asked for
-# once more: told what is missing or wrong, a model mostly fixes it; a second failure costs
-# a whole upstream answer more and is sent as written, for the tool to reject.
-DEFAULT_CALL_REPAIR_RETRIES = 1
+# A call whose arguments do not follow its tool's schema is sent as written with an error
+# record unless asked for: clients declare properties required that their own examples leave
+# out (Roo Code's strict read_file requires mode, offset, limit and indentation and shows
+# `{ path: 'src/app.ts' }`), and asking again for them cost a second upstream answer on
+# nearly every such call. Told what is wrong, a model mostly fixes it: a route or deployment
+# whose tools' schemas say what they mean turns it on.
+DEFAULT_CALL_REPAIR_RETRIES = 0
 # Hosts a server binds to for "every interface"; the proxy can't dial them, so it calls its
 # own embedded demo upstream over loopback instead.
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]"})

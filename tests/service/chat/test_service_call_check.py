@@ -20,6 +20,17 @@ from service.exchange.asking_again import MAX_ECHOED_REPLY_CHARS
 from service.exchange.call_check import render_call_correction
 
 
+@pytest.fixture
+def proxy(start_proxy: StartProxy) -> Proxy:
+    """A proxy that asks again once for a call that fails its schema (off by default)."""
+    return start_proxy(call_repair_retries=1)
+
+
+@pytest.fixture
+def protocol_proxy(start_proxy: StartProxy, protocol: str) -> Proxy:
+    return start_proxy(tool_protocol=protocol, call_repair_retries=1)
+
+
 def tool(name: str, parameters: dict[str, Any], **declared: Any) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "parameters": parameters, **declared}}
 
@@ -161,7 +172,7 @@ def test_a_route_can_turn_repairs_off(
 ) -> None:
     routes = tmp_path / "routes.toml"
     routes.write_text("[routes.careful]\n[routes.quick]\ncall_repair_retries = 0\n")
-    proxy = start_proxy(routes_file=routes)
+    proxy = start_proxy(routes_file=routes, call_repair_retries=1)
     upstream.script(Reply(call({})), Reply(call({})), Reply(call(PARIS)))
 
     quick = proxy.chat(chat_body(WEATHER, model="quick"))
@@ -227,7 +238,7 @@ def test_no_repair_is_asked_for_when_the_deadline_leaves_less_than_the_first_ans
     upstream: ScriptedUpstream, start_proxy: StartProxy
 ) -> None:
     """One deadline per request: a first answer that took 2.5 s of 4 leaves too little."""
-    proxy = start_proxy(upstream_total_timeout=4.0)
+    proxy = start_proxy(upstream_total_timeout=4.0, call_repair_retries=1)
     slow = Late(Reply(call({})))
     upstream.script(slow)
     answers: list[Any] = []

@@ -332,9 +332,10 @@ def test_a_call_to_a_tool_with_no_schema_parses_like_any_other(
 
 
 def test_a_tool_use_that_fails_its_schema_is_asked_for_again_unless_it_streamed(
-    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
 ) -> None:
     """The editor's `command` is an enum: "replace" is none of its values."""
+    proxy = start_proxy(call_repair_retries=1)
     wrong = {"command": "replace", "path": "a.txt", "old_str": "a", "new_str": "b"}
     right = {**wrong, "command": "str_replace"}
     upstream.script(
@@ -353,8 +354,9 @@ def test_a_tool_use_that_fails_its_schema_is_asked_for_again_unless_it_streamed(
 
 
 def test_a_strict_tool_is_held_to_its_whole_schema(
-    upstream: ScriptedUpstream, proxy: Proxy
+    upstream: ScriptedUpstream, start_proxy: StartProxy
 ) -> None:
+    proxy = start_proxy(call_repair_retries=1)
     schema = {
         "type": "object",
         "properties": {"city": {"type": "string", "minLength": 2}},

@@ -360,7 +360,7 @@ def test_a_call_that_fails_its_schema_is_repaired_by_asking_again_or_sent_as_wri
         Reply(rendered_calls("get_weather", {})["json-mix"]), Reply(WEATHER_CALL["json-mix"])
     )
 
-    with traced_proxy() as proxy:
+    with traced_proxy(call_repair_retries=1) as proxy:
         proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
         served = server_span(received)
 
