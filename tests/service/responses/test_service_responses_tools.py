@@ -415,9 +415,10 @@ def test_a_request_shaped_like_codexs_is_answered(
 
 
 def test_a_strict_function_call_that_fails_its_schema_is_asked_for_again_unless_it_streamed(
-    upstream: ScriptedUpstream, proxy: Proxy, stream: bool
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
 ) -> None:
     """`maxLength` binds a tool declared strict only."""
+    proxy = start_proxy(call_repair_retries=1)
     city = {"type": "string", "maxLength": 5}
     strict = {
         **WEATHER_FUNCTION,
