@@ -9,7 +9,7 @@ from typing import Any
 from protocols import CheckBudget, Part, ToolCall
 
 from .asking_again import corrected_body, summed_usage
-from .call_check import CallCheck, Invalid, render_call_correction
+from .call_check import CallCheck, Invalid
 from .parsing import OutputParsing
 from .request import content_text
 from .whole import parsed_choices
@@ -51,7 +51,7 @@ class CallRepair:
     def asked_again(self) -> dict[str, Any] | None:
         """The next request: the model's last reply, and what is wrong with its calls."""
         message = (self._answers[-1].get("choices") or [{}])[0].get("message") or {}
-        correction = render_call_correction(self._invalid[-1])
+        correction = self._check.correction(self._invalid[-1])
         return corrected_body(self._body, content_text(message.get("content")), correction)
 
     def outcome(self) -> tuple[dict[str, Any], list[list[Part]]]:

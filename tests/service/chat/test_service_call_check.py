@@ -17,7 +17,6 @@ from waits import HUNG_AFTER_SECONDS
 
 from protocols.formats.forced_call import render_forced_call_correction
 from service.exchange.asking_again import MAX_ECHOED_REPLY_CHARS
-from service.exchange.call_check import render_call_correction
 
 
 @pytest.fixture
@@ -58,6 +57,14 @@ def call(arguments: dict[str, Any], protocol: str = "json-mix", name: str = "get
 
 def invalid(proxy: Proxy, outcome: str) -> float:
     return scrape(proxy.http).value("toolcall_proxy_invalid_tool_calls_total", outcome=outcome)
+
+
+def correction_for(problem: str) -> str:
+    """What the model is told of its one get_weather call that fails with `problem`."""
+    return (
+        f"Error: the call to get_weather is not valid: {problem} (its parameters: city, unit,"
+        " days). Write the reply again with the call corrected."
+    )
 
 
 def asked_again(proxy: Proxy) -> float:
@@ -101,7 +108,7 @@ def test_a_whole_answer_whose_call_fails_is_asked_for_again_with_the_problem(
     assert again.json["messages"][:-2] == sent.json["messages"]
     assert again.json["messages"][-2:] == [
         {"role": "assistant", "content": first},
-        {"role": "user", "content": render_call_correction([("get_weather", problem)])},
+        {"role": "user", "content": correction_for(problem)},
     ]
     assert (invalid(proxy, "repaired"), invalid(proxy, "sent"), asked_again(proxy)) == (1, 0, 1)
 
@@ -115,7 +122,7 @@ def test_a_call_missing_a_required_property_is_repaired_in_every_protocol(
 
     assert completion.calls == [("get_weather", PARIS)]
     correction = upstream.chat_requests[1].json["messages"][-1]["content"]
-    assert correction == render_call_correction([("get_weather", "'city' is a required property")])
+    assert correction == correction_for("'city' is a required property")
 
 
 def test_a_repair_that_fails_again_sends_the_first_call_as_written(
@@ -207,6 +214,39 @@ def test_unknown_properties_pass_where_the_schema_allows_them(
 
     assert completion.calls == [("get_weather", arguments)]
     assert invalid(proxy, "sent") + invalid(proxy, "repaired") == 0
+
+
+def test_a_misnamed_argument_is_named_in_the_correction_where_the_schema_allows_unknown_ones(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Reply(call({"location": "Paris"})), Reply(call(PARIS)))
+
+    completion = proxy.chat(chat_body(OPEN_WEATHER))
+
+    assert completion.calls == [("get_weather", PARIS)]
+    correction = upstream.chat_requests[1].json["messages"][-1]["content"]
+    assert correction == correction_for(
+        "'city' is a required property; get_weather has no parameter 'location'"
+    )
+
+
+def test_every_failed_call_is_named_in_one_correction(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    limit = {"query": {"type": "string"}, "limit": {"type": "integer"}}
+    search = tool("search", {"type": "object", "properties": limit})
+    failing = call({"unit": "kelvin"}) + call({"query": "news", "limit": "many"}, name="search")
+    upstream.script(Reply(failing), Reply(call(PARIS) + call({"query": "news"}, name="search")))
+
+    completion = proxy.chat(chat_body(WEATHER, search))
+
+    assert completion.calls == [("get_weather", PARIS), ("search", {"query": "news"})]
+    assert upstream.chat_requests[1].json["messages"][-1]["content"] == (
+        "Error: these calls are not valid: get_weather: unit: 'kelvin' is not one of"
+        " ['celsius', 'fahrenheit']; 'city' is a required property (its parameters: city, unit,"
+        " days); search: limit: 'many' is not of type 'integer' (its parameters: query, limit)."
+        " Write the reply again with the calls corrected."
+    )
 
 
 def test_safe_coercions_come_first_and_need_no_repair(
