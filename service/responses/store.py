@@ -66,10 +66,17 @@ class Entry:
         its output items are indexed, and so are the earlier output items its request
         `referenced`: the first MAX_INDEXED_ITEMS of them."""
         output = response["output"]
-        indexed = (*referenced, *output)[:MAX_INDEXED_ITEMS]
-        items = {item["id"]: json_bytes(item) for item in indexed}
+        items = {item["id"]: json_bytes(item) for item in _indexed(response, referenced)}
         kept = {**response, "output": len(output)}
         return cls(json_bytes([*inputs, *output]), json_bytes(kept), items)
+
+    @staticmethod
+    def least_size(response: Item, referenced: Sequence[Item]) -> int:
+        """No more than the `size` of the entry of `response`: the characters of the strings
+        its output holds, once in the conversation and again in each item found by id (a
+        string takes at least a byte a character in JSON). An entry too big to keep is not
+        made: a 60 MiB answer took 120 MiB more to be written and then dropped."""
+        return _chars(response["output"]) + _chars(_indexed(response, referenced))
 
     @property
     def size(self) -> int:
@@ -167,9 +174,12 @@ class ResponseStore(ABC):
     ) -> None:
         """Keep `response` (see `Entry.of`). The answer has been made by now, so a backend
         that fails here is logged and counted, never the client's error."""
-        entry = Entry.of(response, inputs, referenced)
         response_id = response["id"]
-        if self.limits.max_responses == 0 or entry.size > self.limits.max_bytes:
+        if (
+            self.limits.max_responses == 0
+            or Entry.least_size(response, referenced) > self.limits.max_bytes
+            or (entry := Entry.of(response, inputs, referenced)).size > self.limits.max_bytes
+        ):
             return  # keeping it would mean evicting everything, and it still would not fit
         try:
             evicted = await self._put(owner, response_id, entry, self._clock())
@@ -297,6 +307,21 @@ class MemoryStore(ResponseStore):
             # A later entry may have taken the item over (its request named it): it stays.
             if self._items.get((owner, item_id), (None,))[0] == key:
                 del self._items[(owner, item_id)]
+
+
+def _indexed(response: Item, referenced: Sequence[Item]) -> tuple[Item, ...]:
+    return (*referenced, *response["output"])[:MAX_INDEXED_ITEMS]
+
+
+def _chars(value: Any) -> int:
+    """The characters of the strings in `value`, a JSON value."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(key) + _chars(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return sum(map(_chars, value))
+    return 0
 
 
 def _exact(value: bytes) -> bytes:

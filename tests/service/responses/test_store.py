@@ -334,3 +334,25 @@ async def test_the_memory_store_counts_what_many_small_items_take(metrics: Proxy
     finally:
         tracemalloc.stop()
     assert taken < 1.5 * counted, (taken, counted)
+
+
+@pytest.mark.anyio
+async def test_a_response_too_big_to_keep_is_never_written_out(metrics: ProxyMetrics) -> None:
+    # Its entry (conversation and item, each holding the text) was written out, and only
+    # then found too big: a 60 MiB answer took 120 MiB more at its end, to be dropped.
+    text = "A long answer. " * 70_000  # ~1 MB
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    message["content"].append({"type": "output_text", "text": text, "annotations": []})
+    store = MemoryStore(
+        StoreLimits(max_responses=10, max_bytes=len(text), ttl_seconds=TTL), metrics
+    )
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await store.put(ALICE, reply("resp_1", message), [QUESTION], [])
+        grown = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+    assert grown < len(text) // 10, grown
+    assert await store.response(ALICE, "resp_1") is None
