@@ -68,6 +68,7 @@ from .events import (
     Event,
     Failure,
     ReasoningDelta,
+    Sent,
     Writer,
 )
 from .hosted_tools import check_hosted_tool, count_dropped_tools
@@ -108,6 +109,7 @@ __all__ = [
     "EventWriter",
     "Failure",
     "ReasoningDelta",
+    "Sent",
     "Writer",
     "Written",
     "check_hosted_tool",

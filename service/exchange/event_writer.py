@@ -7,8 +7,9 @@ are encoded once but for their text (`EventTemplate`), as chat's chunks are."""
 from __future__ import annotations
 
 import io
+import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ..wire import json_bytes
@@ -22,6 +23,7 @@ from .events import (
     Event,
     Failure,
     ReasoningDelta,
+    Sent,
 )
 
 ApiEvent = dict[str, Any]  # one event of the writer's own API, with its `type`
@@ -29,12 +31,45 @@ Written = ApiEvent | bytes  # an event, or one already encoded as `named_event` 
 # Where an `EventTemplate`'s event holds its text and its sequence number: strings that JSON
 # writes as they are, and no event holds.
 TEXT, SEQUENCE = "\ue000text", "\ue000sequence"
+# A string longer than this is encoded a slice of this many characters at a time, each slice
+# sent before the next is made: the last events of a Responses stream each hold its whole
+# text, and 60 MiB of it encoded four times over, then joined, peaked at +632 MB.
+PIECE_CHARS = 1 << 16
 
 
 def named_event(event: ApiEvent) -> bytes:
     """One server-sent event named by its type, as OpenAI's Responses and Anthropic's Messages
     streams send them: `event: <type>` and the event as `data`."""
     return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))
+
+
+def named_event_pieces(event: ApiEvent) -> Iterator[bytes]:
+    """The bytes of `named_event(event)` in pieces: each string longer than PIECE_CHARS is
+    encoded a slice at a time (JSON escapes characters one by one, so the slices' encodings
+    make up the string's). No piece but the event's own frame ends as an event does."""
+    long_strings: list[str] = []
+    mark = f"\ue000{uuid.uuid4().hex}"  # no string of the event holds it
+    framed = named_event(_marked(event, mark, long_strings))
+    for number, text in enumerate(long_strings):
+        before, framed = framed.split(json_bytes(f"{mark}{number}"), 1)
+        yield before + b'"'
+        for start in range(0, len(text), PIECE_CHARS):
+            yield json_bytes(text[start : start + PIECE_CHARS])[1:-1]
+        framed = b'"' + framed
+    yield framed
+
+
+def _marked(value: Any, mark: str, long_strings: list[str]) -> Any:
+    """`value` with each string longer than PIECE_CHARS in `long_strings` and in its place
+    `mark` and its number there."""
+    if isinstance(value, str) and len(value) > PIECE_CHARS:
+        long_strings.append(value)
+        return f"{mark}{len(long_strings) - 1}"
+    if isinstance(value, dict):
+        return {key: _marked(item, mark, long_strings) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_marked(item, mark, long_strings) for item in value]
+    return value
 
 
 class EventTemplate:
@@ -60,6 +95,14 @@ class EventTemplate:
         return b"".join(
             (self._before, b"%d" % sequence, self._between, json_bytes(text), self._after)
         )
+
+
+def _in_pieces(events: list[Written]) -> Iterator[bytes]:
+    for event in events:
+        if isinstance(event, bytes):
+            yield event
+        else:
+            yield from named_event_pieces(event)
 
 
 Continuing = ContentDelta | ReasoningDelta | CallDelta  # the deltas that continue an open item
@@ -106,8 +149,9 @@ class EventWriter(ABC):
         self._held: TextSink = io.StringIO()  # where their text goes
         self._delta_event: EventTemplate | None = None  # and how each is sent
         self._writing: Event = AnswerStart({})  # the event being written
+        self._text_chars = 0  # of every item's text so far
 
-    def write(self, event: Event) -> bytes:
+    def write(self, event: Event) -> Sent:
         if type(event) is self._adding and (self._adding_call < 0 or self._adds(event)):
             return self._more(event)  # the commonest: more of the open item's text
         self._writing = event
@@ -116,6 +160,8 @@ class EventWriter(ABC):
             events.append(self._more(event))  # the item it opened
         if not self._stream or not events:
             return b""
+        if self._text_chars > PIECE_CHARS:  # an event may hold a text too long to copy
+            return _in_pieces(events)
         return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
     def open_text(self, held: TextSink, event: EventTemplate | None) -> None:
@@ -144,6 +190,7 @@ class EventWriter(ABC):
         assert isinstance(delta, Continuing)
         text = delta.text
         self._held.write(text)
+        self._text_chars += len(text)
         if not self._stream or self._delta_event is None or not text:
             return b""
         encoded = self._delta_event.encoded(text, self.sequence)

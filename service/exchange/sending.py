@@ -5,7 +5,7 @@ stream as the upstream's would, with the writer's own failure."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing
 from typing import Any
 
@@ -17,7 +17,7 @@ from ..settings import Settings
 from ..upstream import ClosingResponse, UpstreamStream
 from ..wire import EVENT_STREAM, EventStream, ProxyError, joined_when_ready, json_response
 from .engine import Answer
-from .events import AnswerEnd, Event, Failure, Writer
+from .events import AnswerEnd, Event, Failure, Sent, Writer
 from .stream import Events, internal_error
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
@@ -70,10 +70,11 @@ async def respond(
 async def written_stream(
     writer: Writer, batches: Events, *, on_finished: Finished | None = None
 ) -> EventStream:
-    """The bytes `writer` makes of each list of events, joined. A failure of the writer (or
-    of `on_finished`) is written as the answer's `Failure`: the stream ends as a failed
-    upstream's would."""
-    written: list[bytes] = []
+    """The bytes `writer` makes of each list of events, joined, but for those it makes in
+    pieces: each piece is sent alone, and made once the one before it was taken. A failure of
+    the writer (or of `on_finished`) is written as the answer's `Failure`: the stream ends as
+    a failed upstream's would."""
+    written: list[Sent] = []
     async with aclosing(batches):
         try:
             async for batch in batches:
@@ -85,9 +86,8 @@ async def written_stream(
                     ending = written.pop()
                     await on_finished()
                     written.append(ending)
-                if data := b"".join(written):
+                for data in _joined(written):
                     yield data
-                written.clear()
         except Exception as error:
             if isinstance(error, ProxyError):
                 logger.warning("answer failed: %s", error.message)
@@ -95,7 +95,26 @@ async def written_stream(
                 logger.exception("streaming answer failed")
                 error = internal_error()
             written.append(writer.write(Failure(error)))
-            yield b"".join(written)
+            for data in _joined(written):
+                yield data
+
+
+def _joined(written: list[Sent]) -> Iterator[bytes]:
+    """What was written, taken from `written` as it is sent: the bytes written one after
+    another joined, each piece alone. Pieces that fail to be made leave in `written` only
+    what was not sent."""
+    run: list[bytes] = []
+    while written:
+        sent = written.pop(0)
+        if isinstance(sent, bytes):
+            run.append(sent)
+            continue
+        if data := b"".join(run):
+            yield data
+        run.clear()
+        yield from sent
+    if data := b"".join(run):
+        yield data
 
 
 async def _one_batch(events: list[Event]) -> Events:

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from service.exchange import SEQUENCE, TEXT, EventTemplate, named_event
+from service.exchange.event_writer import PIECE_CHARS, named_event_pieces
 
 NUMBERED = {"type": "response.output_text.delta", "sequence_number": SEQUENCE, "item_id": "msg_1"}
 NESTED = {"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": TEXT}}
@@ -32,3 +33,23 @@ def test_an_event_with_its_text_nested_is_the_event_written_whole(text: str) -> 
 
     whole = named_event({**NESTED, "delta": {"type": "text_delta", "text": text}})
     assert template.encoded(text) == whole
+
+
+@given(
+    texts=st.lists(st.lists(st.text() | AWKWARD, min_size=1).map("".join), max_size=3),
+    long_chars=st.integers(min_value=0, max_value=3 * PIECE_CHARS),
+)
+def test_an_event_in_pieces_is_the_event_written_whole(texts: list[str], long_chars: int) -> None:
+    # A long string among short ones, in an object and a list, escapes split across slices.
+    long_text = ('\u2028"é\\\n\ud83d' * (long_chars // 6 + 1))[:long_chars]
+    event = {
+        "type": "response.completed",
+        "response": {"output": [{"text": long_text}, *({"text": text} for text in texts)]},
+        "long": [long_text, long_text],
+    }
+
+    pieces = list(named_event_pieces(event))
+    assert b"".join(pieces) == named_event(event)
+    # Only the last piece ends as an event does: a client reading one would see it whole.
+    assert [piece.endswith(b"\n\n") for piece in pieces].count(True) == 1
+    assert pieces[-1].endswith(b"\n\n")
