@@ -52,6 +52,7 @@ from .event_writer import (
     Counted,
     EventTemplate,
     EventWriter,
+    HeldText,
     Written,
     named_event,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "EventTemplate",
     "EventWriter",
     "Failure",
+    "HeldText",
     "ReasoningDelta",
     "Sent",
     "Writer",

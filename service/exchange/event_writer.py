@@ -109,9 +109,53 @@ Continuing = ContentDelta | ReasoningDelta | CallDelta  # the deltas that contin
 
 
 class TextSink(Protocol):
-    """Where an open item's text goes (`io.StringIO` keeps it, `Counted` counts it)."""
+    """Where an open item's text goes (`HeldText` keeps it, `Counted` counts it)."""
 
     def write(self, text: str, /) -> int: ...
+
+
+class HeldText:
+    """A sink that keeps the text written to it and gives it back as one string, never
+    holding it twice: `io.StringIO.getvalue` copies all of it, and the end of 60 MiB of
+    text streamed took 60 MiB more. A StringIO takes a model's fragments of a few characters
+    (a list of them would cost some 60 bytes each beside their text); each CHUNK_CHARS of
+    them are added to one string, which CPython grows where it lies while nothing else
+    refers to it (kept in pieces and joined, the pieces' freed room stayed with the process).
+
+    >>> held = HeldText()
+    >>> held.write("Hi "), held.write("there")
+    >>> held.value()
+    'Hi there'
+    """
+
+    CHUNK_CHARS = 64 * 1024
+    __slots__ = ("_fragments", "_text", "chars")
+
+    def __init__(self) -> None:
+        self._text = ""  # all but the text after its last chunk
+        self._fragments = io.StringIO()  # that text
+        self.chars = 0  # written in all
+
+    def write(self, text: str, /) -> int:
+        self.chars += len(text)
+        if len(text) >= self.CHUNK_CHARS and not self._fragments.tell():
+            self._add(text)  # a whole answer's text, or most of it: never copied
+        elif self._fragments.write(text) and self._fragments.tell() >= self.CHUNK_CHARS:
+            self._add(self._fragments.getvalue())
+            self._fragments = io.StringIO()
+        return len(text)
+
+    def value(self) -> str:
+        """All the text written so far, as one string."""
+        if self._fragments.tell():
+            self._add(self._fragments.getvalue())
+            self._fragments = io.StringIO()
+        return self._text
+
+    def _add(self, chunk: str) -> None:
+        text, self._text = self._text, ""
+        text += chunk  # `text` is referred to from here alone: grown in place
+        self._text = text
 
 
 class Counted:
@@ -146,7 +190,7 @@ class EventWriter(ABC):
         self._matched_stop: str | None = None
         self._adding: type[Continuing] | None = None  # the deltas that add to the open item
         self._adding_call = -1  # for a call: its index
-        self._held: TextSink = io.StringIO()  # where their text goes
+        self._held: TextSink = HeldText()  # where their text goes
         self._delta_event: EventTemplate | None = None  # and how each is sent
         self._writing: Event = AnswerStart({})  # the event being written
         self._text_chars = 0  # of every item's text so far

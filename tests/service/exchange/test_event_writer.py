@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.exchange import SEQUENCE, TEXT, EventTemplate, named_event
+from service.exchange import SEQUENCE, TEXT, EventTemplate, HeldText, named_event
 from service.exchange.event_writer import PIECE_CHARS, named_event_pieces
 
 NUMBERED = {"type": "response.output_text.delta", "sequence_number": SEQUENCE, "item_id": "msg_1"}
@@ -53,3 +53,22 @@ def test_an_event_in_pieces_is_the_event_written_whole(texts: list[str], long_ch
     # Only the last piece ends as an event does: a client reading one would see it whole.
     assert [piece.endswith(b"\n\n") for piece in pieces].count(True) == 1
     assert pieces[-1].endswith(b"\n\n")
+
+
+def test_held_text_is_given_back_as_one_string_and_a_long_one_as_it_came() -> None:
+    # What a stream's end costs with it: tests/service/responses/test_events.py.
+    held = HeldText()
+    fragments = [
+        f"{number} fragments of a model's answer, word by word. " for number in range(9000)
+    ]
+    for fragment in fragments:
+        held.write(fragment)
+
+    text = held.value()
+    assert text == "".join(fragments) and held.chars == len(text)
+    assert held.value() is text  # asked again, the same string
+
+    whole_answer = "A whole answer's text, in one delta. " * 5000
+    held = HeldText()
+    held.write(whole_answer)
+    assert held.value() is whole_answer
