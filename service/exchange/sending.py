@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from sse_starlette import EventSourceResponse
@@ -17,7 +18,8 @@ from ..settings import Settings
 from ..upstream import ClosingResponse, UpstreamStream
 from ..wire import EVENT_STREAM, EventStream, ProxyError, joined_when_ready, json_response
 from .engine import Answer
-from .events import AnswerEnd, Event, Failure, Sent, Writer
+from .event_writer import PIECE_CHARS
+from .events import AnswerEnd, CallDelta, ContentDelta, Event, Failure, ReasoningDelta, Sent, Writer
 from .stream import Events, internal_error
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
@@ -55,7 +57,7 @@ async def respond(
             await on_finished()
         return traced_json_response(writer.whole(), answer.trace)
     events = answer.events
-    batches = _one_batch(events) if isinstance(events, list) else events
+    batches = _streamed_whole(events) if isinstance(events, list) else events
     written = written_stream(writer, batches, on_finished=on_finished)
     return traced_event_response(
         written,
@@ -117,8 +119,24 @@ def _joined(written: list[Sent]) -> Iterator[bytes]:
         yield data
 
 
-async def _one_batch(events: list[Event]) -> Events:
-    yield events
+async def _streamed_whole(events: list[Event]) -> Events:
+    """A whole answer's events as a stream's batches: one, but for a text or arguments longer
+    than PIECE_CHARS, sent as deltas of that length, each in a batch of its own. Whole, a
+    30 MB reply to a forced call was encoded as one delta, copied as that was framed, then
+    joined with the events around it: streamed, it peaked at +150 MB."""
+    batch: list[Event] = []
+    for event in events:
+        if not isinstance(event, ContentDelta | ReasoningDelta | CallDelta) or (
+            len(event.text) <= PIECE_CHARS
+        ):
+            batch.append(event)
+            continue
+        for start in range(0, len(event.text), PIECE_CHARS):
+            batch.append(replace(event, text=event.text[start : start + PIECE_CHARS]))
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def traced_json_response(answer: Any, trace: ParserTrace | None) -> Response:
