@@ -111,6 +111,8 @@ Continuing = ContentDelta | ReasoningDelta | CallDelta  # the deltas that contin
 class TextSink(Protocol):
     """Where an open item's text goes (`HeldText` keeps it, `Counted` counts it)."""
 
+    chars: int  # written to it so far
+
     def write(self, text: str, /) -> int: ...
 
 
@@ -193,7 +195,7 @@ class EventWriter(ABC):
         self._held: TextSink = HeldText()  # where their text goes
         self._delta_event: EventTemplate | None = None  # and how each is sent
         self._writing: Event = AnswerStart({})  # the event being written
-        self._text_chars = 0  # of every item's text so far
+        self._longest_text = 0  # of the items' texts before the open one
 
     def write(self, event: Event) -> Sent:
         if type(event) is self._adding and (self._adding_call < 0 or self._adds(event)):
@@ -204,8 +206,8 @@ class EventWriter(ABC):
             events.append(self._more(event))  # the item it opened
         if not self._stream or not events:
             return b""
-        if self._text_chars > PIECE_CHARS:  # an event may hold a text too long to copy
-            return _in_pieces(events)
+        if max(self._longest_text, self._held.chars) > PIECE_CHARS:
+            return _in_pieces(events)  # an event may hold a text too long to copy
         return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
     def open_text(self, held: TextSink, event: EventTemplate | None) -> None:
@@ -218,6 +220,7 @@ class EventWriter(ABC):
         else:
             assert isinstance(opened_by, ContentDelta | ReasoningDelta)
             self._adding, self._adding_call = type(opened_by), -1
+        self._longest_text = max(self._longest_text, self._held.chars)
         self._held, self._delta_event = held, event
 
     def close_text(self) -> None:
@@ -234,7 +237,6 @@ class EventWriter(ABC):
         assert isinstance(delta, Continuing)
         text = delta.text
         self._held.write(text)
-        self._text_chars += len(text)
         if not self._stream or self._delta_event is None or not text:
             return b""
         encoded = self._delta_event.encoded(text, self.sequence)

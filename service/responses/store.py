@@ -73,10 +73,11 @@ class Entry:
     @staticmethod
     def least_size(response: Item, referenced: Sequence[Item]) -> int:
         """No more than the `size` of the entry of `response`: the characters of the strings
-        its output holds, once in the conversation and again in each item found by id (a
-        string takes at least a byte a character in JSON). An entry too big to keep is not
-        made: a 60 MiB answer took 120 MiB more to be written and then dropped."""
-        return _chars(response["output"]) + _chars(_indexed(response, referenced))
+        in the items found by id, and in those of them that are its output again, in the
+        conversation (a string takes at least a byte a character in JSON). An entry too big
+        to keep is not made: a 60 MiB answer took 120 MiB more to be written and dropped."""
+        output = response["output"][:MAX_INDEXED_ITEMS]
+        return _chars(output) + _chars(_indexed(response, referenced))
 
     @property
     def size(self) -> int:
