@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from added_latency import peak_rss, rss_mb
 from proxy import UVICORN, Server, free_port, proxy_command, server
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -158,30 +157,7 @@ def doors(chars: int, stream: bool) -> list[Door]:
 
 
 def rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit(f"no VmRSS for process {pid}")
-
-
-@contextmanager
-def peak_rss(pid: int) -> Iterator[list[int]]:
-    """The highest RSS `pid` had while the block ran, in the list yielded once it ends."""
-    peak = [rss_bytes(pid)]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(SAMPLE_SECONDS):
-            peak[0] = max(peak[0], rss_bytes(pid))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        yield peak
-    finally:
-        done.set()
-        sampler.join()
-        peak[0] = max(peak[0], rss_bytes(pid))
+    return round(rss_mb(pid) * MEBIBYTE)
 
 
 def answered_bytes(proxy: Server, door: Door) -> int:
@@ -209,16 +185,16 @@ def measure(upstream: Server, door: Door) -> tuple[int, int, int]:
         warm = Door(door.name, door.path, _sized(door, 1000), door.params)
         answered_bytes(proxy, warm)
         before = rss_bytes(proxy.pid)
-        with peak_rss(proxy.pid) as peak:
+        with peak_rss(proxy.pid, every=SAMPLE_SECONDS) as peak:
             answered_bytes(proxy, door)
         httpx.get(f"{proxy.url}/healthz")  # the answer's last steps are done
         time.sleep(SETTLE_SECONDS)
         after = rss_bytes(proxy.pid)
-    return before, peak[0], after
+    return before, round(peak[0] * MEBIBYTE), after
 
 
 def _sized(door: Door, chars: int) -> dict[str, Any]:
-    body = json.loads(json.dumps(door.body))
+    body: dict[str, Any] = json.loads(json.dumps(door.body))
     for key in ("max_tokens", "max_output_tokens"):
         if key in body:
             body[key] = chars
