@@ -209,13 +209,14 @@ def rss_mb(pid: int) -> float:
 
 
 @contextmanager
-def peak_rss(pid: int) -> Iterator[list[float]]:
-    """The largest resident size `pid` is seen at while the block runs (in the list)."""
+def peak_rss(pid: int, every: float = RSS_POLL_SECONDS) -> Iterator[list[float]]:
+    """The largest resident size `pid` is seen at while the block runs (in the list), looked
+    at `every` so many seconds."""
     peak = [rss_mb(pid)]
     done = threading.Event()
 
     def watch() -> None:
-        while not done.wait(RSS_POLL_SECONDS):
+        while not done.wait(every):
             peak[0] = max(peak[0], rss_mb(pid))
 
     watcher = threading.Thread(target=watch, daemon=True)

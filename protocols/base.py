@@ -15,6 +15,7 @@ from .parts import (
     OnError,
     Part,
     TextDelta,
+    TextStart,
     ThinkEnd,
     ThinkStart,
     ToolCall,
@@ -131,7 +132,7 @@ class Protocol(Registered, ABC):
         say (a call is sent whole, so `small_call_chars` has nothing to decide)."""
         atomic = replace(options, mode=ArgumentsMode.ATOMIC)
         parser = self.stream_parser(tools, options=atomic, on_error=on_error)
-        return parser.feed(text) + parser.finish()
+        return parsed_whole(parser, text)
 
     def extract_tool_call_segments(self, text: str, tools: Sequence[ToolSpec]) -> list[Segment]:
         """The original text of every call in `text`, with its offsets."""
@@ -149,6 +150,67 @@ class Protocol(Registered, ABC):
                 segments.append(Segment(start, end, part.original))
                 offset = end
         return segments
+
+
+# A whole text is read as a stream would deliver it, its parts kept only once they are more
+# than the text itself. The parser hands text out in pieces of a few hundred characters (see
+# `streaming.tag_loop.FEED_PIECE_CHARS`); a whole answer of prose kept as them took about
+# twice its own size more (60 MiB of prose: +132 MB), though all it holds is its text. Each
+# `feed` is given this much of it; the parts it returns are looked at, and dropped while they
+# are the text so far, before the next.
+WHOLE_FEED_CHARS = 64 * 1024
+
+
+def parsed_whole(parser: StreamParser, text: str) -> list[Part]:
+    """What `parser` makes of all of `text`: the same parts as `feed(text) + finish()`, up
+    to how text deltas are split, and one delta of `text` itself (no copy) when all it found
+    was `text` as text."""
+    prose = _Prose(text)
+    for start in range(0, len(text), WHOLE_FEED_CHARS):
+        prose.take(parser.feed(text[start : start + WHOLE_FEED_CHARS]))
+    prose.take(parser.finish())
+    return prose.parts()
+
+
+class _Prose:
+    """The parts of a whole text, held as how much of it they were while they are only its
+    text, in one text block."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._start: TextStart | None = None
+        self._read = 0  # characters of the text its deltas have given so far
+        self._parts: list[Part] | None = None  # once they are more than the text
+
+    def take(self, parts: list[Part]) -> None:
+        """The parts read next."""
+        if self._parts is not None:
+            self._parts += parts
+            return
+        for index, part in enumerate(parts):
+            if isinstance(part, TextStart) and self._start is None:
+                self._start = part
+            elif not (
+                isinstance(part, TextDelta)
+                and self._start is not None
+                and part.id == self._start.id
+                and self._text.startswith(part.text, self._read)
+            ):
+                self._parts = self._so_far() + parts[index:]
+                return
+            else:
+                self._read += len(part.text)
+
+    def parts(self) -> list[Part]:
+        return self._so_far() if self._parts is None else self._parts
+
+    def _so_far(self) -> list[Part]:
+        if self._start is None:
+            return []
+        if not self._read:
+            return [self._start]
+        # The whole text is that very string: slicing all of a string copies nothing.
+        return [self._start, TextDelta(self._start.id, self._text[: self._read])]
 
 
 class UnknownProtocolError(ValueError):

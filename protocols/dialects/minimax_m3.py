@@ -38,12 +38,13 @@ _INVOKE = re.compile(r'<invoke name="([^"]+)">(.*?)</invoke>', re.DOTALL)
 
 def _block(body: str, _name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:
     return [
-        (name, parse_xml_arguments(inner)) for name, inner in _INVOKE.findall(_MARKS.sub("", body))
+        (name, parse_xml_arguments(inner, budget=budget))
+        for name, inner in _INVOKE.findall(_MARKS.sub("", body))
     ]
 
 
 def _invoke(body: str, name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:
-    return [(name, parse_xml_arguments(_MARKS.sub("", body)))]
+    return [(name, parse_xml_arguments(_MARKS.sub("", body), budget=budget))]
 
 
 _BLOCK = DelimitedBody(ends=(f"{MARK}</tool_call>",), read=_block)

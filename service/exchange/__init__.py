@@ -52,6 +52,7 @@ from .event_writer import (
     Counted,
     EventTemplate,
     EventWriter,
+    HeldText,
     Written,
     named_event,
 )
@@ -68,6 +69,7 @@ from .events import (
     Event,
     Failure,
     ReasoningDelta,
+    Sent,
     Writer,
 )
 from .hosted_tools import check_hosted_tool, count_dropped_tools
@@ -107,7 +109,9 @@ __all__ = [
     "EventTemplate",
     "EventWriter",
     "Failure",
+    "HeldText",
     "ReasoningDelta",
+    "Sent",
     "Writer",
     "Written",
     "check_hosted_tool",

@@ -7,8 +7,9 @@ are encoded once but for their text (`EventTemplate`), as chat's chunks are."""
 from __future__ import annotations
 
 import io
+import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ..wire import json_bytes
@@ -22,6 +23,7 @@ from .events import (
     Event,
     Failure,
     ReasoningDelta,
+    Sent,
 )
 
 ApiEvent = dict[str, Any]  # one event of the writer's own API, with its `type`
@@ -29,12 +31,45 @@ Written = ApiEvent | bytes  # an event, or one already encoded as `named_event` 
 # Where an `EventTemplate`'s event holds its text and its sequence number: strings that JSON
 # writes as they are, and no event holds.
 TEXT, SEQUENCE = "\ue000text", "\ue000sequence"
+# A string longer than this is encoded a slice of this many characters at a time, each slice
+# sent before the next is made: the last events of a Responses stream each hold its whole
+# text, and 60 MiB of it encoded four times over, then joined, peaked at +632 MB.
+PIECE_CHARS = 1 << 16
 
 
 def named_event(event: ApiEvent) -> bytes:
     """One server-sent event named by its type, as OpenAI's Responses and Anthropic's Messages
     streams send them: `event: <type>` and the event as `data`."""
     return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_bytes(event))
+
+
+def named_event_pieces(event: ApiEvent) -> Iterator[bytes]:
+    """The bytes of `named_event(event)` in pieces: each string longer than PIECE_CHARS is
+    encoded a slice at a time (JSON escapes characters one by one, so the slices' encodings
+    make up the string's). No piece but the event's own frame ends as an event does."""
+    long_strings: list[str] = []
+    mark = f"\ue000{uuid.uuid4().hex}"  # no string of the event holds it
+    framed = named_event(_marked(event, mark, long_strings))
+    for number, text in enumerate(long_strings):
+        before, framed = framed.split(json_bytes(f"{mark}{number}"), 1)
+        yield before + b'"'
+        for start in range(0, len(text), PIECE_CHARS):
+            yield json_bytes(text[start : start + PIECE_CHARS])[1:-1]
+        framed = b'"' + framed
+    yield framed
+
+
+def _marked(value: Any, mark: str, long_strings: list[str]) -> Any:
+    """`value` with each string longer than PIECE_CHARS in `long_strings` and in its place
+    `mark` and its number there."""
+    if isinstance(value, str) and len(value) > PIECE_CHARS:
+        long_strings.append(value)
+        return f"{mark}{len(long_strings) - 1}"
+    if isinstance(value, dict):
+        return {key: _marked(item, mark, long_strings) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_marked(item, mark, long_strings) for item in value]
+    return value
 
 
 class EventTemplate:
@@ -62,13 +97,67 @@ class EventTemplate:
         )
 
 
+def _in_pieces(events: list[Written]) -> Iterator[bytes]:
+    for event in events:
+        if isinstance(event, bytes):
+            yield event
+        else:
+            yield from named_event_pieces(event)
+
+
 Continuing = ContentDelta | ReasoningDelta | CallDelta  # the deltas that continue an open item
 
 
 class TextSink(Protocol):
-    """Where an open item's text goes (`io.StringIO` keeps it, `Counted` counts it)."""
+    """Where an open item's text goes (`HeldText` keeps it, `Counted` counts it)."""
+
+    chars: int  # written to it so far
 
     def write(self, text: str, /) -> int: ...
+
+
+class HeldText:
+    """A sink that keeps the text written to it and gives it back as one string, never
+    holding it twice: `io.StringIO.getvalue` copies all of it, and the end of 60 MiB of
+    text streamed took 60 MiB more. A StringIO takes a model's fragments of a few characters
+    (a list of them would cost some 60 bytes each beside their text); each CHUNK_CHARS of
+    them are added to one string, which CPython grows where it lies while nothing else
+    refers to it (kept in pieces and joined, the pieces' freed room stayed with the process).
+
+    >>> held = HeldText()
+    >>> held.write("Hi "), held.write("there")
+    >>> held.value()
+    'Hi there'
+    """
+
+    CHUNK_CHARS = 64 * 1024
+    __slots__ = ("_fragments", "_text", "chars")
+
+    def __init__(self) -> None:
+        self._text = ""  # all but the text after its last chunk
+        self._fragments = io.StringIO()  # that text
+        self.chars = 0  # written in all
+
+    def write(self, text: str, /) -> int:
+        self.chars += len(text)
+        if len(text) >= self.CHUNK_CHARS and not self._fragments.tell():
+            self._add(text)  # a whole answer's text, or most of it: never copied
+        elif self._fragments.write(text) and self._fragments.tell() >= self.CHUNK_CHARS:
+            self._add(self._fragments.getvalue())
+            self._fragments = io.StringIO()
+        return len(text)
+
+    def value(self) -> str:
+        """All the text written so far, as one string."""
+        if self._fragments.tell():
+            self._add(self._fragments.getvalue())
+            self._fragments = io.StringIO()
+        return self._text
+
+    def _add(self, chunk: str) -> None:
+        text, self._text = self._text, ""
+        text += chunk  # `text` is referred to from here alone: grown in place
+        self._text = text
 
 
 class Counted:
@@ -103,11 +192,12 @@ class EventWriter(ABC):
         self._matched_stop: str | None = None
         self._adding: type[Continuing] | None = None  # the deltas that add to the open item
         self._adding_call = -1  # for a call: its index
-        self._held: TextSink = io.StringIO()  # where their text goes
+        self._held: TextSink = HeldText()  # where their text goes
         self._delta_event: EventTemplate | None = None  # and how each is sent
         self._writing: Event = AnswerStart({})  # the event being written
+        self._longest_text = 0  # of the items' texts before the open one
 
-    def write(self, event: Event) -> bytes:
+    def write(self, event: Event) -> Sent:
         if type(event) is self._adding and (self._adding_call < 0 or self._adds(event)):
             return self._more(event)  # the commonest: more of the open item's text
         self._writing = event
@@ -116,6 +206,8 @@ class EventWriter(ABC):
             events.append(self._more(event))  # the item it opened
         if not self._stream or not events:
             return b""
+        if max(self._longest_text, self._held.chars) > PIECE_CHARS:
+            return _in_pieces(events)  # an event may hold a text too long to copy
         return b"".join([e if isinstance(e, bytes) else named_event(e) for e in events])
 
     def open_text(self, held: TextSink, event: EventTemplate | None) -> None:
@@ -128,6 +220,7 @@ class EventWriter(ABC):
         else:
             assert isinstance(opened_by, ContentDelta | ReasoningDelta)
             self._adding, self._adding_call = type(opened_by), -1
+        self._longest_text = max(self._longest_text, self._held.chars)
         self._held, self._delta_event = held, event
 
     def close_text(self) -> None:

@@ -14,12 +14,16 @@ another reads."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..wire import ProxyError
 
+# What a writer sends for one event: its bytes, or for events too large to hold encoded at
+# once (a Responses stream's last events carry its whole answer), their bytes in pieces, each
+# made once the one before it was taken.
+Sent = bytes | Iterator[bytes]
 # A call to a function (its arguments a JSON text), or to a free-form tool (its input text).
 CallKind = Literal["function", "custom"]
 
@@ -119,7 +123,7 @@ class Writer(Protocol):
     writer is made for one answer, streamed or whole; the engine drives it
     (`exchange.respond`), and only what it returns is sent."""
 
-    def write(self, event: Event) -> bytes:
+    def write(self, event: Event) -> Sent:
         """What a streamed answer sends for `event`, as it goes on the socket (b"" for
         nothing; always b"" for a whole answer, which grows in the writer instead)."""
         ...

@@ -5,8 +5,9 @@ stream as the upstream's would, with the writer's own failure."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from sse_starlette import EventSourceResponse
@@ -17,7 +18,8 @@ from ..settings import Settings
 from ..upstream import ClosingResponse, UpstreamStream
 from ..wire import EVENT_STREAM, EventStream, ProxyError, joined_when_ready, json_response
 from .engine import Answer
-from .events import AnswerEnd, Event, Failure, Writer
+from .event_writer import PIECE_CHARS
+from .events import AnswerEnd, CallDelta, ContentDelta, Event, Failure, ReasoningDelta, Sent, Writer
 from .stream import Events, internal_error
 
 # Comment events keep idle intermediaries from closing the stream during a long prefill;
@@ -55,7 +57,7 @@ async def respond(
             await on_finished()
         return traced_json_response(writer.whole(), answer.trace)
     events = answer.events
-    batches = _one_batch(events) if isinstance(events, list) else events
+    batches = _streamed_whole(events) if isinstance(events, list) else events
     written = written_stream(writer, batches, on_finished=on_finished)
     return traced_event_response(
         written,
@@ -70,10 +72,11 @@ async def respond(
 async def written_stream(
     writer: Writer, batches: Events, *, on_finished: Finished | None = None
 ) -> EventStream:
-    """The bytes `writer` makes of each list of events, joined. A failure of the writer (or
-    of `on_finished`) is written as the answer's `Failure`: the stream ends as a failed
-    upstream's would."""
-    written: list[bytes] = []
+    """The bytes `writer` makes of each list of events, joined, but for those it makes in
+    pieces: each piece is sent alone, and made once the one before it was taken. A failure of
+    the writer (or of `on_finished`) is written as the answer's `Failure`: the stream ends as
+    a failed upstream's would."""
+    written: list[Sent] = []
     async with aclosing(batches):
         try:
             async for batch in batches:
@@ -85,9 +88,8 @@ async def written_stream(
                     ending = written.pop()
                     await on_finished()
                     written.append(ending)
-                if data := b"".join(written):
+                for data in _joined(written):
                     yield data
-                written.clear()
         except Exception as error:
             if isinstance(error, ProxyError):
                 logger.warning("answer failed: %s", error.message)
@@ -95,11 +97,46 @@ async def written_stream(
                 logger.exception("streaming answer failed")
                 error = internal_error()
             written.append(writer.write(Failure(error)))
-            yield b"".join(written)
+            for data in _joined(written):
+                yield data
 
 
-async def _one_batch(events: list[Event]) -> Events:
-    yield events
+def _joined(written: list[Sent]) -> Iterator[bytes]:
+    """What was written, taken from `written` as it is sent: the bytes written one after
+    another joined, each piece alone. Pieces that fail to be made leave in `written` only
+    what was not sent."""
+    run: list[bytes] = []
+    while written:
+        sent = written.pop(0)
+        if isinstance(sent, bytes):
+            run.append(sent)
+            continue
+        if data := b"".join(run):
+            yield data
+        run.clear()
+        yield from sent
+    if data := b"".join(run):
+        yield data
+
+
+async def _streamed_whole(events: list[Event]) -> Events:
+    """A whole answer's events as a stream's batches: one, but for a text or arguments longer
+    than PIECE_CHARS, sent as deltas of that length, each in a batch of its own. Whole, a
+    30 MB reply to a forced call was encoded as one delta, copied as that was framed, then
+    joined with the events around it: streamed, it peaked at +150 MB."""
+    batch: list[Event] = []
+    for event in events:
+        if not isinstance(event, ContentDelta | ReasoningDelta | CallDelta) or (
+            len(event.text) <= PIECE_CHARS
+        ):
+            batch.append(event)
+            continue
+        for start in range(0, len(event.text), PIECE_CHARS):
+            batch.append(replace(event, text=event.text[start : start + PIECE_CHARS]))
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def traced_json_response(answer: Any, trace: ParserTrace | None) -> Response:

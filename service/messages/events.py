@@ -5,7 +5,6 @@ non-streaming answer, so both are built one way."""
 
 from __future__ import annotations
 
-import io
 import json
 import uuid
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from ..exchange import (
     Counted,
     EventTemplate,
     EventWriter,
+    HeldText,
     Written,
     tokens_in_text,
 )
@@ -70,7 +70,7 @@ class MessageWriter(EventWriter):
         self._input_estimate = input_estimate
         # Each block's text or input JSON, as it grew; only counted in a stream, whose blocks
         # no one reads whole.
-        self._texts: list[io.StringIO | Counted] = []
+        self._texts: list[HeldText | Counted] = []
         self._open: int | None = None  # the index of the block deltas add to
         self._calls: dict[int, int] = {}  # chat tool-call index -> its block's index
         self._message: dict[str, Any] = {
@@ -150,7 +150,7 @@ class MessageWriter(EventWriter):
             block["signature"] = ""  # nothing to verify: a text model signs nothing
         index = self._open = len(self.content)
         self.content.append(block)
-        self._texts.append(Counted() if self._stream else io.StringIO())
+        self._texts.append(Counted() if self._stream else HeldText())
         kind, field = DELTAS[block["type"]]
         delta = {
             "type": "content_block_delta",
@@ -173,15 +173,15 @@ class MessageWriter(EventWriter):
             if isinstance(text, Counted):
                 continue
             if block["type"] == "tool_use":
-                block["input"] = _input_object(text.getvalue())
+                block["input"] = _input_object(text.value())
             else:
-                block[block["type"]] = text.getvalue()
+                block[block["type"]] = text.value()
 
     def _usage(self, usage: Mapping[str, Any] | None) -> dict[str, Any]:
         """The upstream's usage in Anthropic's names (its input excludes cached tokens); an
         estimate when the upstream reported none."""
         if usage is None:
-            output = tokens_in_text(sum(_length(text) for text in self._texts))
+            output = tokens_in_text(sum(text.chars for text in self._texts))
             return {"input_tokens": self._input_estimate, "output_tokens": output}
         prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
@@ -191,10 +191,6 @@ class MessageWriter(EventWriter):
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": cached,
         }
-
-
-def _length(text: io.StringIO | Counted) -> int:
-    return text.chars if isinstance(text, Counted) else len(text.getvalue())
 
 
 def _input_object(text: str) -> Any:

@@ -4,7 +4,6 @@ sequence, numbered; the same object also holds the whole `response` for non-stre
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
@@ -19,6 +18,7 @@ from ..exchange import (
     CallStart,
     EventTemplate,
     EventWriter,
+    HeldText,
     Written,
 )
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
@@ -88,9 +88,9 @@ class ResponseWriter(EventWriter):
         self._open: Item | None = None  # the item deltas currently add to
         # The open item's text or arguments, read when it is done. Adding each fragment to a
         # string would copy it whole every time (a 20 KB file write comes in thousands); a
-        # list of fragments costs some 60 bytes per fragment beside its text. A StringIO
+        # list of fragments costs some 60 bytes per fragment beside its text. `HeldText`
         # holds the text once, and takes only strings: what `fail` reads can always be read.
-        self._open_text = io.StringIO()
+        self._open_text = HeldText()
         self._calls: dict[int, Item] = {}  # chat tool-call index -> its call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
         self._item_id: Callable[[str], str] = new_id  # a new item's id, from its prefix
@@ -220,7 +220,7 @@ class ResponseWriter(EventWriter):
         """`item` added to the output, and open for what continues the event it answers."""
         self._indexes[item["id"]] = len(self.output)
         self.output.append(item)
-        self._open, self._open_text = item, io.StringIO()
+        self._open, self._open_text = item, HeldText()
         self.open_text(self._open_text, self._delta_template(item))
         # The item grows before this event is sent: its lists and objects as they are now
         # (all empty: nothing nested in them yet).
@@ -249,8 +249,8 @@ class ResponseWriter(EventWriter):
     def _settle(self) -> None:
         """The open item's text so far written into it."""
         if self._open is not None:
-            self._write(self._open, self._open_text.getvalue())
-        self._open_text = io.StringIO()
+            self._write(self._open, self._open_text.value())
+        self._open_text = HeldText()
         self.close_text()
 
     def _write(self, item: Item, text: str) -> None:

@@ -6,7 +6,7 @@ answered, with the same ids (each item's text in one delta, where the model's ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from starlette.responses import Response
@@ -23,6 +23,7 @@ from ..exchange import (
     ContentDelta,
     Event,
     ReasoningDelta,
+    Sent,
     respond,
 )
 from ..settings import HostedTools, Settings
@@ -108,13 +109,25 @@ class _StartingAfter:
     def __init__(self, writer: ResponseWriter, after: int) -> None:
         self._writer, self._after = writer, after
 
-    def write(self, event: Event) -> bytes:
+    def write(self, event: Event) -> Sent:
         first = self._writer.sequence  # the number of the first event this write makes
         written = self._writer.write(event)
         skipped = self._after + 1 - first
         if skipped <= 0:
             return written
-        return b"".join(sent + EVENT_END for sent in written.split(EVENT_END)[skipped:-1])
+        if isinstance(written, bytes):
+            return b"".join(sent + EVENT_END for sent in written.split(EVENT_END)[skipped:-1])
+        return _skipping(written, skipped)
 
     def whole(self) -> Any:
         return self._writer.whole()
+
+
+def _skipping(pieces: Iterator[bytes], events: int) -> Iterator[bytes]:
+    """`pieces` but those of the first `events` events (a piece never ends inside an event
+    as one ends: JSON escapes every line break)."""
+    for piece in pieces:
+        if events <= 0:
+            yield piece
+        elif piece.endswith(EVENT_END):
+            events -= 1

@@ -30,6 +30,7 @@ from protocols.formats.forced_call import (
     render_forced_call_prompt,
 )
 from service.exchange.asking_again import MAX_ECHOED_REPLY_CHARS
+from service.exchange.event_writer import PIECE_CHARS
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 EXPLICIT_CHOICES = [
@@ -299,6 +300,26 @@ def test_a_reply_too_long_to_be_a_call_gone_wrong_is_not_asked_for_again(
 
     assert (completion.content, completion.finish_reason) == (essay, "stop")
     assert len(upstream.chat_requests) == 1
+
+
+def test_a_long_reply_answered_to_a_stream_goes_in_deltas_of_bounded_size(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    # Sent as one delta, a 30 MB reply was encoded whole, copied as its chunk was framed and
+    # joined with the chunks around it: the stream peaked at +150 MB, 5x the reply.
+    essay = "A long essay instead of a call. " * (3 * PIECE_CHARS // 32)
+    upstream.script(Reply(essay))
+
+    events = proxy.events(chat_body(WEATHER_TOOL, tool_choice="required", stream=True))
+
+    contents = [
+        event["choices"][0]["delta"].get("content")
+        for event in events
+        if event != "[DONE]" and event["choices"]
+    ]
+    texts = [content for content in contents if content]
+    assert "".join(texts) == essay
+    assert len(texts) == 3 and max(map(len, texts)) == PIECE_CHARS
 
 
 def test_a_retry_that_hangs_ends_at_the_requests_one_deadline(

@@ -16,6 +16,7 @@ from servers import MODEL, Proxy, StartProxy
 from upstream_server import PATCH_CALL, WEATHER_CALL, Reply, ScriptedUpstream
 
 from protocols import get_protocol
+from service.exchange.event_writer import PIECE_CHARS
 
 QUESTION = "What is the weather in Paris?"
 KEYS = "key-a,key-b"
@@ -127,6 +128,23 @@ def test_a_retrieved_stream_starts_after_the_event_the_client_names(
     whole = replayed_events(stored_proxy, response.id)
 
     for after in (0, 4, len(whole) - 2, len(whole) + 3):
+        assert (
+            replayed_events(stored_proxy, response.id, starting_after=after) == whole[after + 1 :]
+        )
+
+
+def test_a_long_response_streamed_again_starts_after_any_event_of_its_end(
+    upstream: ScriptedUpstream, stored_proxy: Proxy
+) -> None:
+    # Its last events, each carrying all its text, are sent in pieces: those of the events
+    # before the one named are left out, however the pieces fall.
+    text = "A long answer, line after line.\n" * (3 * PIECE_CHARS // 32)
+    upstream.script(Reply(text))
+    response = stored_proxy.client.responses.create(model=MODEL, input=QUESTION)
+    whole = replayed_events(stored_proxy, response.id)
+    assert response_from_events(whole)["output"][0]["content"][0]["text"] == text
+
+    for after in range(len(whole) - 6, len(whole)):
         assert (
             replayed_events(stored_proxy, response.id, starting_after=after) == whole[after + 1 :]
         )

@@ -18,7 +18,13 @@ from waits import HUNG_AFTER_SECONDS
 
 from service.observability import ProxyMetrics
 from service.responses.redis_store import RedisStore
-from service.responses.store import Entry, MemoryStore, ResponseStore, StoreLimits
+from service.responses.store import (
+    MAX_INDEXED_ITEMS,
+    Entry,
+    MemoryStore,
+    ResponseStore,
+    StoreLimits,
+)
 from service.wire import ProxyError, json_value
 
 ALICE, BOB = "owner-a", "owner-b"
@@ -282,3 +288,71 @@ async def test_the_memory_store_takes_about_the_bytes_its_budget_counts(
 
     # The serialized values, and the bookkeeping of an entry and its one item.
     assert taken < 1.5 * size, (taken, size)
+
+
+@pytest.mark.anyio
+async def test_the_items_of_one_response_found_by_id_are_bounded(kept: Any) -> None:
+    calls = [
+        {"id": f"fc_{number}", "type": "function_call", "name": "f", "arguments": "{}"}
+        for number in range(MAX_INDEXED_ITEMS + 10)
+    ]
+    async with kept(max_bytes=10**8) as store:
+        await store.put(ALICE, reply("resp_1", *calls), [QUESTION], [])
+
+        last_found, first_not = (f"fc_{MAX_INDEXED_ITEMS - 1}", f"fc_{MAX_INDEXED_ITEMS}")
+        conversation, items = await found(store, ALICE, "resp_1", last_found, first_not)
+        assert conversation == [QUESTION, *calls]  # each is kept in the conversation
+        assert items.keys() == {last_found}
+
+
+@pytest.mark.anyio
+async def test_the_memory_store_counts_what_many_small_items_take(metrics: ProxyMetrics) -> None:
+    # Each item findable by id costs its index entry beside its bytes: counted by their
+    # bytes alone, 60,000 items of ~165 bytes took several times what was counted.
+    limits = StoreLimits(max_responses=1000, max_bytes=10**9, ttl_seconds=TTL)
+    store = MemoryStore(limits, metrics)
+    responses = [
+        reply(
+            f"resp_{number}",
+            *(
+                {"id": f"fc_{number}_{index}", "type": "function_call", "call_id": f"c_{index}"}
+                | {"name": "read_file", "arguments": '{"path": "src/app.py"}'}
+                for index in range(1000)
+            ),
+        )
+        for number in range(20)
+    ]
+    counted = sum(Entry.of(response, [QUESTION], []).size for response in responses)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for response in responses:
+            await store.put(ALICE, response, [QUESTION], [])
+        gc.collect()
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert taken < 1.5 * counted, (taken, counted)
+
+
+@pytest.mark.anyio
+async def test_a_response_too_big_to_keep_is_never_written_out(metrics: ProxyMetrics) -> None:
+    # Its entry (conversation and item, each holding the text) was written out, and only
+    # then found too big: a 60 MiB answer took 120 MiB more at its end, to be dropped.
+    text = "A long answer. " * 70_000  # ~1 MB
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    message["content"].append({"type": "output_text", "text": text, "annotations": []})
+    store = MemoryStore(
+        StoreLimits(max_responses=10, max_bytes=len(text), ttl_seconds=TTL), metrics
+    )
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await store.put(ALICE, reply("resp_1", message), [QUESTION], [])
+        grown = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+    assert grown < len(text) // 10, grown
+    assert await store.response(ALICE, "resp_1") is None

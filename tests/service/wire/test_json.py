@@ -3,14 +3,16 @@ library instead), and the line-breaking characters that must never appear raw in
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from starlette.types import Message
 
-from service.wire.json import json_bytes, json_value
+from service.wire.json import BODY_SLICE_BYTES, json_bytes, json_response, json_value
 from service.wire.sse import LineSplitter, data_event
 
 # Any JSON value, with every code point in strings: lone surrogates and U+2028 included.
@@ -69,3 +71,25 @@ def test_text_that_is_not_json_is_a_value_error() -> None:
 
 def test_nan_and_infinity_are_written_as_null_never_as_invalid_json() -> None:
     assert json_bytes({"a": math.nan, "b": math.inf}) == b'{"a":null,"b":null}'
+
+
+def test_a_long_json_body_goes_to_the_server_in_slices() -> None:
+    # Given whole, what the socket had not taken of a 60 MiB body was copied into the
+    # server's write buffer: a third copy of the answer in memory.
+    value = {"content": "A long answer. " * 200_000}  # ~3 MB
+    response = json_response(value)
+    messages: list[Message] = []
+
+    async def send(message: Message) -> None:
+        messages.append(message)
+
+    async def receive() -> Message:
+        raise AssertionError("a response reads nothing")
+
+    asyncio.run(response({"type": "http"}, receive, send))
+
+    start, *bodies = messages
+    assert start["type"] == "http.response.start" and start["status"] == 200
+    assert all(len(body["body"]) <= BODY_SLICE_BYTES for body in bodies)
+    assert [body.get("more_body", False) for body in bodies] == [True] * (len(bodies) - 1) + [False]
+    assert json.loads(b"".join(body["body"] for body in bodies)) == value
