@@ -56,6 +56,10 @@ CHAT_PATH = "/v1/chat/completions"
 HEADERS = {"content-type": "application/json"}
 WARM_UP_REQUESTS = 10
 TURN_REQUESTS = 5  # per client, in each turn with several requests in flight
+# A connection idle longer than this is not reused: shorter than the servers' keep-alive
+# timeout (uvicorn's 5 s), so none is reused just as its server closes it (the other side's
+# turn can last that long with 64 streams in flight).
+CLIENT_KEEPALIVE_SECONDS = 2.0
 READY_POLL_SECONDS = 0.005  # start-up, not a measurement: how often /readyz is asked
 READY_WITHIN_SECONDS = 30
 RSS_POLL_SECONDS = 0.05
@@ -140,7 +144,7 @@ async def measured(
     upstream: str, target: str, case: Case, concurrency: int, requests: int
 ) -> tuple[list[Sample], list[Sample]]:
     """The upstream's samples and the target's, `requests` of each, taken turn about."""
-    limits = httpx.Limits(max_connections=concurrency)
+    limits = httpx.Limits(max_connections=concurrency, keepalive_expiry=CLIENT_KEEPALIVE_SECONDS)
     direct: list[Sample] = []
     through: list[Sample] = []
     async with (
