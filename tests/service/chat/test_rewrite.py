@@ -232,22 +232,27 @@ def test_malformed_requests_are_400s_naming_the_param(body: bytes, param: str | 
 
 def test_a_tool_prompt_kept_from_an_earlier_request_is_never_another_tools() -> None:
     """The rendered prompt is kept by what it is rendered from: a change to a description,
-    a schema, the protocol or the one-call rule renders anew."""
+    a schema, a tool's kind, the protocol, the protocol's own tags or the one-call rule
+    renders anew."""
     described = {"type": "function", "function": {**WEATHER["function"], "description": "Now."}}
     celsius = json.loads(json.dumps(WEATHER))
     celsius["function"]["parameters"]["properties"]["unit"] = {"enum": ["C"]}
-    xml = get_protocol("morph-xml")
+    free_form = {"type": "custom", "custom": {"name": "get_weather", "description": "Now."}}
+    protocols = (
+        PROTOCOL,
+        get_protocol("json-mix", call_start="<call>", call_end="</call>"),
+        get_protocol("morph-xml"),
+    )
 
-    for tools in ([WEATHER], [described], [celsius], [WEATHER, described]):
-        for protocol in (PROTOCOL, xml):
+    for tools in ([WEATHER], [described], [celsius], [free_form], [WEATHER, described]):
+        for protocol in protocols:
             for single in (False, True):
                 body = {"model": "m", "messages": [QUESTION], "tools": tools}
                 if single:
                     body["parallel_tool_calls"] = False
                 request = parse_chat_request(json.dumps(body).encode())
                 sent = rewrite_request(request, protocol, None)["messages"][0]["content"]
-                specs = [ToolSpec.from_openai(tool) for tool in tools]
-                assert sent == protocol.render_tools(specs, single_call=single)
+                assert sent == protocol.render_tools(request.tools, single_call=single)
 
 
 def test_the_tool_prompts_kept_are_bounded() -> None:
