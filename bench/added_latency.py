@@ -183,8 +183,18 @@ def gap_added_us(direct: list[Sample], through: list[Sample], chunks: int) -> fl
 
 def cold_start_seconds(upstream: str) -> float:
     """Seconds from starting the command to /readyz answering 200."""
-    port = free_port()
-    env = {"UPSTREAM_BASE_URL": f"{upstream}/v1"}
+    seconds, process = cold_start_process(upstream, free_port())
+    process.terminate()
+    process.wait()
+    return seconds
+
+
+def cold_start_process(
+    upstream: str, port: int, env: dict[str, str] | None = None
+) -> tuple[float, subprocess.Popen[bytes]]:
+    """Start the proxy on `port` (`env` over this one's): the seconds from the command to
+    /readyz answering 200, and the process, still running, for its caller to end."""
+    env = {"UPSTREAM_BASE_URL": f"{upstream}/v1", **(env or {})}
     started = time.perf_counter()
     process = subprocess.Popen(
         proxy_command(port),
@@ -196,14 +206,15 @@ def cold_start_seconds(upstream: str) -> float:
         while time.perf_counter() - started < READY_WITHIN_SECONDS:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    return time.perf_counter() - started
+                    return time.perf_counter() - started, process
             except httpx.TransportError:
                 pass
             time.sleep(READY_POLL_SECONDS)
         raise RuntimeError("the proxy was not ready in time")
-    finally:
+    except BaseException:
         process.terminate()
         process.wait()
+        raise
 
 
 def rss_mb(pid: int) -> float:

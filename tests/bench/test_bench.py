@@ -214,6 +214,16 @@ def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory()
     assert re.search(r"^load average: [\d. ]+ before, [\d. ]+ after$", out, re.M), out
 
 
+def test_start_up_benchmark_prints_each_figure_of_each_variant() -> None:
+    out = run("start_up.py", "--starts", "1", "--baseline", str(BENCH.parent))
+
+    for variant in ("this code", "baseline"):
+        assert re.search(rf"^{variant} \(medians of 1 starts\):$", out, re.MULTILINE), out
+    for figure in ("ready s", "RSS ready MB", r"first with tool, whole \+ms", "RSS after MB"):
+        assert len(re.findall(rf"^  {figure} +-?[\d.]+$", out, re.MULTILINE)) == 2, out
+    assert re.search(r"^load average: [\d. ]+ before, [\d. ]+ after$", out, re.M), out
+
+
 def test_layers_benchmark_prints_each_server_and_the_layer_it_adds() -> None:
     out = run("layers.py", "--rounds", "1", "--requests", "3")
 
