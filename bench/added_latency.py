@@ -1,5 +1,5 @@
 """What the proxy adds to a request against the upstream itself, as gateways are compared,
-in one table from one run: every front door (chat completions, Responses, Messages), with a
+in one table from one run: every front door (chat completions, Responses, Messages, Gemini), with a
 tool (the proxy renders and parses) and without, whole answers and streams, one request at
 a time and at 10 and 64 in flight; beside them the bare FastAPI + httpx relay
 (`bare_relay.py`), the floor of any proxy written with these parts. Below the table: cold
@@ -98,11 +98,11 @@ def cases(chunks: int) -> list[Case]:
             direct["max_tokens"] = chunks
         for door in doors(chunks):  # a whole answer is the canned one, whatever its length
             for tools in (True, False):
-                body = {**door.body, "stream": stream}
+                path, body = door.request(stream=stream)
                 if not tools:
-                    body.pop("tools")
+                    body = {key: value for key, value in body.items() if key != "tools"}
                 label = f"{door.name}, {mode}, {'with' if tools else 'no'} tool"
-                rows.append(Case(label, door.path, _json(body), _json(direct), stream))
+                rows.append(Case(label, path, _json(body), _json(direct), stream))
         relayed = {**direct, "tools": TOOLS}
         rows.append(
             Case(f"bare relay, {mode}", CHAT_PATH, _json(relayed), _json(direct), stream, True)

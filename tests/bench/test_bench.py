@@ -202,7 +202,7 @@ def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory()
     )
 
     number = r"\s+[-+][\d.]+"
-    for door in ("chat completions", "Responses", "Messages"):
+    for door in ("chat completions", "Responses", "Messages", "Gemini"):
         for tool in ("with", "no"):
             assert re.search(rf"^{door}, whole, {tool} tool({number}){{4}}$", out, re.M), out
             assert re.search(rf"^{door}, streamed, {tool} tool({number}){{5}}$", out, re.M), out
