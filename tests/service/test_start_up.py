@@ -36,7 +36,7 @@ def test_the_first_parser_finds_a_dialects_call_and_the_first_check_runs() -> No
         "tool = ToolSpec('get_weather', parameters={'type': 'object',"
         " 'properties': {'city': {'type': 'string'}}})\n"
         "parts = get_protocol('json-mix').parse("
-        "'[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]',"
+        '\'[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]\','
         " [tool])\n"
         "[call] = [part for part in parts if type(part).__name__ == 'ToolCall']\n"
         "assert call.input == {'city': 'Paris'}, parts\n"
