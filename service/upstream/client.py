@@ -40,7 +40,7 @@ from .failures import (
 # An upstream error body is read only this far: enough for any real error message, and an
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
 MAX_ERROR_BODY_BYTES = 64 * 1024
-REDIRECTION, CLIENT_ERROR = 300, 400  # where HTTP's classes of status begin
+CLIENT_ERROR = 400  # where HTTP's 4xx statuses begin
 # Closing an upstream response after the client left must not hang the proxy's cleanup.
 CLOSE_TIMEOUT_SECONDS = 5.0
 
@@ -345,12 +345,13 @@ class Upstream:
         stream = UpstreamStream(
             response, deadline, self._metrics, started, self._limits, held_whole=held_whole
         )
-        if response.status_code < REDIRECTION:
-            return stream
-        stream.failed(UpstreamFailure.STATUS)
-        if response.status_code < CLIENT_ERROR:
+        if response.has_redirect_location:  # 301, 302, 303, 307 or 308, with a Location
+            stream.failed(UpstreamFailure.STATUS)
             await stream.aclose()
             raise self._redirected(response)
+        if response.status_code < CLIENT_ERROR:  # a 304 answers a conditional request
+            return stream
+        stream.failed(UpstreamFailure.STATUS)
         try:
             with deadline_scope(deadline):
                 error_bytes = await _read_prefix(stream.response, MAX_ERROR_BODY_BYTES)

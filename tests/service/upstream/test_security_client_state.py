@@ -99,3 +99,18 @@ def test_a_redirect_is_a_502_and_never_followed_with_the_key(
     assert other_url not in answer.text and "location" not in answer.headers
     assert other.requests == []
     assert f"leading to {other_url}{path}" in caplog.text
+
+
+def test_a_not_modified_without_a_location_is_no_redirect(start_proxy: StartProxy) -> None:
+    """Only a redirect (a 3xx with a Location) is refused: an upstream's 304 to a client's
+    conditional request reaches the client as it came."""
+
+    async def not_modified(request: Request) -> Response:
+        return Response(status_code=304, headers={"etag": '"models-1"'})
+
+    with serve(Starlette(routes=[Route("/{path:path}", not_modified)])) as url:
+        proxy = start_proxy(upstream_base_url=url + "/v1")
+        answer = proxy.http.get("/v1/models/test-model", headers={"if-none-match": '"models-1"'})
+
+    assert answer.status_code == 304
+    assert answer.headers["etag"] == '"models-1"'
