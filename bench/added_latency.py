@@ -1,5 +1,5 @@
 """What the proxy adds to a request against the upstream itself, as gateways are compared,
-in one table from one run: every front door (chat completions, Responses, Messages), with a
+in one table from one run: every front door (chat completions, Responses, Messages, Gemini), with a
 tool (the proxy renders and parses) and without, whole answers and streams, one request at
 a time and at 10 and 64 in flight; beside them the bare FastAPI + httpx relay
 (`bare_relay.py`), the floor of any proxy written with these parts. Below the table: cold
@@ -56,6 +56,10 @@ CHAT_PATH = "/v1/chat/completions"
 HEADERS = {"content-type": "application/json"}
 WARM_UP_REQUESTS = 10
 TURN_REQUESTS = 5  # per client, in each turn with several requests in flight
+# A connection idle longer than this is not reused: shorter than the servers' keep-alive
+# timeout (uvicorn's 5 s), so none is reused just as its server closes it (the other side's
+# turn can last that long with 64 streams in flight).
+CLIENT_KEEPALIVE_SECONDS = 2.0
 READY_POLL_SECONDS = 0.005  # start-up, not a measurement: how often /readyz is asked
 READY_WITHIN_SECONDS = 30
 RSS_POLL_SECONDS = 0.05
@@ -94,11 +98,11 @@ def cases(chunks: int) -> list[Case]:
             direct["max_tokens"] = chunks
         for door in doors(chunks):  # a whole answer is the canned one, whatever its length
             for tools in (True, False):
-                body = {**door.body, "stream": stream}
+                path, body = door.request(stream=stream)
                 if not tools:
-                    body.pop("tools")
+                    body = {key: value for key, value in body.items() if key != "tools"}
                 label = f"{door.name}, {mode}, {'with' if tools else 'no'} tool"
-                rows.append(Case(label, door.path, _json(body), _json(direct), stream))
+                rows.append(Case(label, path, _json(body), _json(direct), stream))
         relayed = {**direct, "tools": TOOLS}
         rows.append(
             Case(f"bare relay, {mode}", CHAT_PATH, _json(relayed), _json(direct), stream, True)
@@ -140,7 +144,7 @@ async def measured(
     upstream: str, target: str, case: Case, concurrency: int, requests: int
 ) -> tuple[list[Sample], list[Sample]]:
     """The upstream's samples and the target's, `requests` of each, taken turn about."""
-    limits = httpx.Limits(max_connections=concurrency)
+    limits = httpx.Limits(max_connections=concurrency, keepalive_expiry=CLIENT_KEEPALIVE_SECONDS)
     direct: list[Sample] = []
     through: list[Sample] = []
     async with (
@@ -179,8 +183,18 @@ def gap_added_us(direct: list[Sample], through: list[Sample], chunks: int) -> fl
 
 def cold_start_seconds(upstream: str) -> float:
     """Seconds from starting the command to /readyz answering 200."""
-    port = free_port()
-    env = {"UPSTREAM_BASE_URL": f"{upstream}/v1"}
+    seconds, process = cold_start_process(upstream, free_port())
+    process.terminate()
+    process.wait()
+    return seconds
+
+
+def cold_start_process(
+    upstream: str, port: int, env: dict[str, str] | None = None
+) -> tuple[float, subprocess.Popen[bytes]]:
+    """Start the proxy on `port` (`env` over this one's): the seconds from the command to
+    /readyz answering 200, and the process, still running, for its caller to end."""
+    env = {"UPSTREAM_BASE_URL": f"{upstream}/v1", **(env or {})}
     started = time.perf_counter()
     process = subprocess.Popen(
         proxy_command(port),
@@ -192,14 +206,15 @@ def cold_start_seconds(upstream: str) -> float:
         while time.perf_counter() - started < READY_WITHIN_SECONDS:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    return time.perf_counter() - started
+                    return time.perf_counter() - started, process
             except httpx.TransportError:
                 pass
             time.sleep(READY_POLL_SECONDS)
         raise RuntimeError("the proxy was not ready in time")
-    finally:
+    except BaseException:
         process.terminate()
         process.wait()
+        raise
 
 
 def rss_mb(pid: int) -> float:

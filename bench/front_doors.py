@@ -41,6 +41,15 @@ class Door:
     body: dict[str, object]
     ends_with: bytes
     call: bytes
+    # Where a whole answer is asked for, for a door whose path, not a field, says whether it
+    # streams (Gemini's `:generateContent` and `:streamGenerateContent`).
+    whole_path: str | None = None
+
+    def request(self, *, stream: bool) -> tuple[str, dict[str, object]]:
+        """The path and body asking for a streamed answer, or a whole one."""
+        if self.whole_path is None:
+            return self.path, {**self.body, "stream": stream}
+        return (self.path if stream else self.whole_path), self.body
 
 
 def doors(chunks: int) -> list[Door]:
@@ -108,14 +117,16 @@ def doors(chunks: int) -> list[Door]:
             },
             b'"finishReason":"STOP"',
             b'"name":"get_weather"',
+            "/v1beta/models/bench:generateContent",
         ),
     ]
 
 
 async def streamed(client: httpx.AsyncClient, door: Door) -> None:
     """One streamed request through `door`, read to its end and checked."""
-    payload = json.dumps({**door.body, "stream": True}).encode()
-    async with client.stream("POST", door.path, content=payload, headers=HEADERS) as response:
+    path, body = door.request(stream=True)
+    payload = json.dumps(body).encode()
+    async with client.stream("POST", path, content=payload, headers=HEADERS) as response:
         body = b"".join([chunk async for chunk in response.aiter_raw()])
     if response.status_code != 200 or door.call not in body or door.ends_with not in body:
         raise RuntimeError(f"{door.name} answered {response.status_code}: {body[-300:]!r}")

@@ -1,6 +1,7 @@
 """Sans-IO tool-call text protocols: render tools into prompts, parse model text into calls."""
 
-from . import dialects  # noqa: F401  (registers the dialects)
+import importlib
+
 from .base import (
     SMALL_CALL_CHARS,
     ArgumentsMode,
@@ -45,6 +46,9 @@ from .parts import (
     ToolSpec,
 )
 from .streaming.commit_policy import new_call_id
+from .streaming.dialect_forms import DIALECT_MODULES
+
+DIALECT_MODULES.importer = lambda: importlib.import_module(".dialects", __name__)
 
 __all__ = [
     "FREE_FORM_INPUT",

@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.telemetry import TelemetryConfig
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from protocols import get_protocol
@@ -57,6 +58,16 @@ FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # Answered however busy the worker is (SERVER_MAX_CONCURRENCY does not apply to them): a
 # probe that fails under load would have a working pod restarted or taken out of service.
 PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+# FastAPI's own OpenTelemetry, off: the proxy makes its own server spans (with the GenAI
+# attributes) when OTEL_* asks for them, and FastAPI's beside them would be a second span per
+# request, and with FASTAPI_OTEL_AUTO_CONFIGURE a second set of exporters. Off, no request
+# asks the global providers whether it is on.
+NO_FASTAPI_TELEMETRY: TelemetryConfig = {
+    "tracing": False,
+    "metrics": False,
+    "logs": False,
+    "auto_configure": False,
+}
 
 
 def build_router(settings: Settings) -> Router:
@@ -122,7 +133,12 @@ def create_app(settings: Settings) -> FastAPI:
             yield
 
     app = FastAPI(
-        title="toolcall-proxy", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+        title="toolcall-proxy",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        telemetry=NO_FASTAPI_TELEMETRY,
     )
     # Anthropic's and Google's clients read errors in their API's shape, under every path of
     # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models).

@@ -14,22 +14,27 @@ pattern such as `(a+)+$` takes exponential time; an object whose schema has
 visit at most MAX_CHECK_VISITS keywords between them (`CheckBudget`: nested `anyOf`s fan out
 exponentially), and a schema the check cannot read (an unknown type, an unresolvable `$ref`,
 a malformed keyword) or cannot finish makes no problem: the call goes as it is, and the tool
-judges it."""
+judges it.
+
+jsonschema is imported with the first check, not with the protocols: it was a sixth of a
+worker's start, and a worker may serve many requests before one holds a call."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
 from operator import methodcaller
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import ValidationError, validators
-from jsonschema.exceptions import UndefinedTypeCheck, UnknownType
-from jsonschema.protocols import Validator
-from referencing.exceptions import Unresolvable
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
+    Keyword = Callable[[Validator, Any, Any, Mapping[str, Any]], Iterable[ValidationError] | None]
 
 # How many schema keywords the checks of one answer may visit: a real call visits one to a
 # few per value (tens for a typical call, a few thousand for a long list of objects), at
@@ -53,9 +58,6 @@ CORE_KEYWORDS = frozenset(
 REGEX_KEYWORDS = frozenset({"pattern", "patternProperties"})
 # Keywords that look into `patternProperties` to know which properties are unknown.
 PATTERN_DEPENDENT = frozenset({"additionalProperties", "unevaluatedProperties"})
-DEFAULT_DRAFT: type[Validator] = validators.Draft202012Validator
-
-Keyword = Callable[[Validator, Any, Any, Mapping[str, Any]], Iterable[ValidationError] | None]
 
 
 class _OutOfVisits(Exception):
@@ -88,7 +90,7 @@ def argument_problems(
     token = _visits.set(budget or CheckBudget())
     try:
         return [_said(error) for error in islice(checker.iter_errors(arguments), MAX_PROBLEMS)]
-    except (_OutOfVisits, UnknownType, UndefinedTypeCheck, Unresolvable, RecursionError):
+    except _unfinished():
         return []
     except (TypeError, ValueError, LookupError, AttributeError, ArithmeticError):
         return []  # a keyword's value the check cannot use ("multipleOf": 0, "required": 5)
@@ -96,14 +98,28 @@ def argument_problems(
         _visits.reset(token)
 
 
+@functools.cache
+def _unfinished() -> tuple[type[BaseException], ...]:
+    """What a check that cannot read its schema, or cannot finish, raises (imported once a
+    check has run, so jsonschema is loaded by then)."""
+    from jsonschema.exceptions import UndefinedTypeCheck, UnknownType
+    from referencing.exceptions import Unresolvable
+
+    return (_OutOfVisits, UnknownType, UndefinedTypeCheck, Unresolvable, RecursionError)
+
+
 def _draft(schema: Mapping[str, Any]) -> type[Validator]:
-    """The validator class of the draft `$schema` names; an unknown one is read as 2020-12
-    (jsonschema warns of that, about its own future, not the request's)."""
+    """The validator class of the draft `$schema` names, 2020-12 when it names none; an
+    unknown one is read as 2020-12 (jsonschema warns of that, about its own future, not the
+    request's)."""
+    from jsonschema import validators
+
+    default: type[Validator] = validators.Draft202012Validator
     if "$schema" not in schema:
-        return DEFAULT_DRAFT
+        return default
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        draft: type[Validator] = validators.validator_for(schema, default=DEFAULT_DRAFT)
+        draft: type[Validator] = validators.validator_for(schema, default=default)
     return draft
 
 
@@ -118,6 +134,8 @@ def _checker(draft: type[Validator], *, strict: bool) -> type[Validator]:
         for name, keyword in draft.VALIDATORS.items()
         if name not in REGEX_KEYWORDS and (strict or name in CORE_KEYWORDS)
     }
+    from jsonschema import validators
+
     checker: type[Validator] = validators.create(
         meta_schema=draft.META_SCHEMA,
         validators=keywords,

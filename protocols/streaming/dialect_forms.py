@@ -73,12 +73,33 @@ class Dialect(Registered):
     answer: ClassVar[AnswerForm | None] = None
 
 
+@dataclass
+class DialectModules:
+    """What registers the dialects: importing their modules. The package names it (the
+    dialects are the layer above this one), and it runs with the first look at the dialects,
+    a parser's, not with the protocols' import, of which it was a fifth: a worker serving
+    requests without tools never needs them."""
+
+    importer: Callable[[], object] = lambda: None
+    imported: bool = False
+
+    def register(self) -> None:
+        if not self.imported:
+            self.importer()
+            self.imported = True
+
+
+DIALECT_MODULES = DialectModules()
+
+
 def dialect_names() -> list[str]:
+    DIALECT_MODULES.register()
     return list(Dialect.registered)
 
 
 def answer_forms() -> tuple[AnswerForm, ...]:
     """The whole-answer forms of every registered dialect."""
+    DIALECT_MODULES.register()
     return _answer_forms(tuple(Dialect.registered))
 
 

@@ -3,6 +3,7 @@ written into the system prompt, earlier calls and results written into the histo
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from protocols import (
     render_forced_call_prompt,
 )
 
+from ..wire import json_bytes
 from .request import PART_SEPARATOR, TEXT_PART_TYPES, ChatRequest, ChoiceMode, content_text
 
 # Request fields that describe tools: the upstream cannot take them, the proxy answers them.
@@ -28,6 +30,8 @@ FORCED_CHOICES = frozenset({ChoiceMode.REQUIRED, ChoiceMode.NAMED})
 # A result whose call is not in the history (a client that trimmed it) still needs a name.
 UNKNOWN_TOOL_NAME = "unknown"
 SECTION_SEPARATOR = "\n\n"  # between the client's system text and the tool instructions
+# Tool prompts kept, the most recently used: a few agents' tool sets, some 15 KB of text each.
+RENDERED_TOOLS_KEPT = 32
 
 
 def needs_rewrite(request: ChatRequest) -> bool:
@@ -73,8 +77,35 @@ def tool_instructions(request: ChatRequest, protocol: Protocol) -> str | None:
     if not request.tools or request.choice is ChoiceMode.NONE:
         return None
     if request.choice is ChoiceMode.AUTO:
-        return protocol.render_tools(request.tools, single_call=request.single_call)
+        return _rendered_tools(protocol, request.tools, single_call=request.single_call)
     return render_forced_call_prompt(offered_tools(request), named=request.named_tool)
+
+
+_rendered: OrderedDict[tuple[Protocol, bytes], str] = OrderedDict()
+
+
+def _rendered_tools(protocol: Protocol, tools: Sequence[ToolSpec], *, single_call: bool) -> str:
+    """`protocol.render_tools`, kept by what it is rendered from: the protocol itself (an
+    instance may carry its own tags), the one-call rule and every field of every tool. An
+    agent sends the same tools with every request, and rendering twenty tools' schemas took
+    0.15 to 0.3 ms of each request's CPU; their key, a tenth of that."""
+    key = (
+        protocol,
+        json_bytes(
+            [
+                single_call,
+                [[tool.name, tool.description, tool.parameters, tool.free_form] for tool in tools],
+            ]
+        ),
+    )
+    text = _rendered.get(key)
+    if text is None:
+        text = _rendered[key] = protocol.render_tools(tools, single_call=single_call)
+        if len(_rendered) > RENDERED_TOOLS_KEPT:
+            _rendered.popitem(last=False)
+    else:
+        _rendered.move_to_end(key)
+    return text
 
 
 def offered_tools(request: ChatRequest) -> list[ToolSpec]:

@@ -49,7 +49,7 @@ NONE = "none"
 class UpstreamFailure(StrEnum):
     """`kind` of `toolcall_proxy_upstream_errors_total`."""
 
-    STATUS = "status"  # answered 4xx/5xx
+    STATUS = "status"  # answered a redirect (never followed), 4xx or 5xx
     TIMEOUT = "timeout"  # no answer, or no next byte, in time
     CONNECT = "connect"  # no connection, or it broke before the status
     MID_STREAM = "mid_stream"  # broke, or sent an error event, after a 2xx status

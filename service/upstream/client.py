@@ -8,9 +8,11 @@ import functools
 import logging
 import ssl
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.cookiejar import Cookie, CookieJar, CookiePolicy
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -38,6 +40,7 @@ from .failures import (
 # An upstream error body is read only this far: enough for any real error message, and an
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
 MAX_ERROR_BODY_BYTES = 64 * 1024
+CLIENT_ERROR = 400  # where HTTP's 4xx statuses begin
 # Closing an upstream response after the client left must not hang the proxy's cleanup.
 CLOSE_TIMEOUT_SECONDS = 5.0
 
@@ -80,6 +83,28 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+class NoCookies(CookiePolicy):
+    """Every cookie refused, kept or sent. The one client serves every user of the proxy: a
+    cookie one upstream answer set (a session, a load balancer's affinity) would otherwise go
+    out with every later request, whoever sent it."""
+
+    netscape = True
+    rfc2965 = False
+    hide_cookie2 = False
+
+    def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return False
+
+    def return_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return False
+
+    def domain_return_ok(self, domain: str, request: urllib.request.Request) -> bool:
+        return False
+
+    def path_return_ok(self, path: str, request: urllib.request.Request) -> bool:
+        return False
+
+
 def build_client(
     *,
     connect_timeout: float,
@@ -87,10 +112,13 @@ def build_client(
     max_connections: int,
     client_of: Callable[..., httpx.AsyncClient] = httpx.AsyncClient,
 ) -> httpx.AsyncClient:
-    """The proxy's one client: a sized pool, and timeouts per connect and between bytes.
-    `client_of`: makes it from httpx's options (OpenTelemetry's watches every exchange)."""
+    """The proxy's one client: a sized pool, and timeouts per connect and between bytes; it
+    keeps no cookie, and follows no redirect (a client's key must go to the upstream
+    configured, nowhere else). `client_of`: makes it from httpx's options (OpenTelemetry's
+    watches every exchange)."""
     return client_of(
         verify=tls_context(),
+        cookies=CookieJar(NoCookies()),
         timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
         limits=httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
@@ -263,6 +291,7 @@ class Upstream:
         self._total_timeout = total_timeout
         self._metrics = metrics
         self._hinted: set[str] = set()
+        self._redirecting: set[bytes] = set()  # upstream servers whose redirect was logged
         # Upstream servers whose last request failed before an answer: each is logged once
         # as it starts failing, not once per request, and again once it answers.
         self._failing: set[bytes] = set()
@@ -316,7 +345,11 @@ class Upstream:
         stream = UpstreamStream(
             response, deadline, self._metrics, started, self._limits, held_whole=held_whole
         )
-        if response.status_code < 400:
+        if response.has_redirect_location:  # 301, 302, 303, 307 or 308, with a Location
+            stream.failed(UpstreamFailure.STATUS)
+            await stream.aclose()
+            raise self._redirected(response)
+        if response.status_code < CLIENT_ERROR:  # a 304 answers a conditional request
             return stream
         stream.failed(UpstreamFailure.STATUS)
         try:
@@ -327,6 +360,29 @@ class Upstream:
         finally:
             await stream.aclose()
         raise self._status_error(response.status_code, error_bytes, str(url))
+
+    def _redirected(self, response: httpx.Response) -> ProxyError:
+        """A redirect, which is never followed: logged with where it leads (once per server),
+        the client told only that it came. Relayed, its `Location` would show the upstream's
+        addresses, and a client that follows it would send its key there."""
+        server = response.request.url.netloc
+        leads_to = response.next_request  # httpx's, built from `Location`, never sent
+        if server not in self._redirecting:
+            self._redirecting.add(server)
+            logger.warning(
+                "upstream answered %d at %s, leading to %s; the proxy follows no redirect:"
+                " set the upstream's base URL to where it leads",
+                response.status_code,
+                shown_url(response.request.url),
+                "nowhere" if leads_to is None else shown_url(leads_to.url),
+            )
+        return ProxyError(
+            502,
+            f"upstream answered {response.status_code} (a redirect, which the proxy does not"
+            " follow)",
+            error_type=UPSTREAM_ERROR,
+            code="upstream_redirect",
+        )
 
     def _status_error(self, status: int, body: bytes, url: str) -> UpstreamStatusError:
         hint = missing_v1_hint(status, url)

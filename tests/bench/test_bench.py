@@ -202,7 +202,7 @@ def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory()
     )
 
     number = r"\s+[-+][\d.]+"
-    for door in ("chat completions", "Responses", "Messages"):
+    for door in ("chat completions", "Responses", "Messages", "Gemini"):
         for tool in ("with", "no"):
             assert re.search(rf"^{door}, whole, {tool} tool({number}){{4}}$", out, re.M), out
             assert re.search(rf"^{door}, streamed, {tool} tool({number}){{5}}$", out, re.M), out
@@ -211,6 +211,16 @@ def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory()
     assert re.search(r"^proxy's own account \(overhead_seconds mean\): [\d.]+ ms$", out, re.M)
     assert re.search(r"^cold start to /readyz: median [\d.]+ s of 1$", out, re.MULTILINE), out
     assert re.search(r"^RSS: idle [\d.]+ MB, under 2 streams [\d.]+ MB$", out, re.M), out
+    assert re.search(r"^load average: [\d. ]+ before, [\d. ]+ after$", out, re.M), out
+
+
+def test_start_up_benchmark_prints_each_figure_of_each_variant() -> None:
+    out = run("start_up.py", "--starts", "1", "--baseline", str(BENCH.parent))
+
+    for variant in ("this code", "baseline"):
+        assert re.search(rf"^{variant} \(medians of 1 starts\):$", out, re.MULTILINE), out
+    for figure in ("ready s", "RSS ready MB", r"first with tool, whole \+ms", "RSS after MB"):
+        assert len(re.findall(rf"^  {figure} +-?[\d.]+$", out, re.MULTILINE)) == 2, out
     assert re.search(r"^load average: [\d. ]+ before, [\d. ]+ after$", out, re.M), out
 
 

@@ -13,6 +13,7 @@ import pytest
 from protocols import ToolSpec, get_protocol
 from protocols.lenient import relaxed_json
 from protocols.lenient.relaxed_json import RELAXED_PARSE_BUDGET_CHARS
+from service.exchange import rewrite
 from service.exchange.request import PART_SEPARATOR, parse_chat_request
 from service.exchange.rewrite import needs_rewrite, rewrite_request
 from service.wire.errors import ProxyError
@@ -227,3 +228,39 @@ def test_malformed_requests_are_400s_naming_the_param(body: bytes, param: str | 
 
     assert caught.value.status == 400
     assert caught.value.param == param
+
+
+def test_a_tool_prompt_kept_from_an_earlier_request_is_never_another_tools() -> None:
+    """The rendered prompt is kept by what it is rendered from: a change to a description,
+    a schema, a tool's kind, the protocol, the protocol's own tags or the one-call rule
+    renders anew."""
+    described = {"type": "function", "function": {**WEATHER["function"], "description": "Now."}}
+    celsius = json.loads(json.dumps(WEATHER))
+    celsius["function"]["parameters"]["properties"]["unit"] = {"enum": ["C"]}
+    free_form = {"type": "custom", "custom": {"name": "get_weather", "description": "Now."}}
+    protocols = (
+        PROTOCOL,
+        get_protocol("json-mix", call_start="<call>", call_end="</call>"),
+        get_protocol("morph-xml"),
+    )
+
+    for tools in ([WEATHER], [described], [celsius], [free_form], [WEATHER, described]):
+        for protocol in protocols:
+            for single in (False, True):
+                body = {"model": "m", "messages": [QUESTION], "tools": tools}
+                if single:
+                    body["parallel_tool_calls"] = False
+                request = parse_chat_request(json.dumps(body).encode())
+                sent = rewrite_request(request, protocol, None)["messages"][0]["content"]
+                assert sent == protocol.render_tools(request.tools, single_call=single)
+
+
+def test_the_tool_prompts_kept_are_bounded() -> None:
+    for index in range(2 * rewrite.RENDERED_TOOLS_KEPT):
+        tool = {"type": "function", "function": {"name": f"tool_{index}"}}
+        request = parse_chat_request(
+            json.dumps({"model": "m", "messages": [QUESTION], "tools": [tool]}).encode()
+        )
+        rewrite_request(request, PROTOCOL, None)
+
+    assert len(rewrite._rendered) == rewrite.RENDERED_TOOLS_KEPT

@@ -193,6 +193,20 @@ def test_probes_and_the_metrics_scrape_make_no_span(
     assert listed.name == "GET" and "gen_ai.operation.name" not in listed.attributes
 
 
+def test_fastapis_own_telemetry_adds_no_second_server_span(
+    traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
+) -> None:
+    """FastAPI 0.165 makes server spans of its own when global providers are set, and sets
+    them itself from OTEL_* with FASTAPI_OTEL_AUTO_CONFIGURE: the proxy turns that off, its
+    own spans carrying what FastAPI's would and more."""
+    received, _url = receiver
+    with traced_proxy(env={"FASTAPI_OTEL_AUTO_CONFIGURE": "true"}) as proxy:
+        assert proxy.http.get("/v1/models").status_code == 200
+        received.wait_for(lambda: received.of_kind(SERVER))
+
+    assert [span.name for span in received.of_kind(SERVER)] == ["GET /v1/models"]
+
+
 def upstream_events(proxy: Proxy, body: dict[str, Any]) -> list[Any]:
     with proxy.http.stream("POST", "/v1/chat/completions", json=body) as response:
         return list(read_events(response.iter_lines()))
