@@ -180,11 +180,13 @@ def stall_row(protocol: str, label: str, text: str, tools: list[ToolSpec]) -> No
     print(f"{protocol:<10} {label:<24} {per_100kb:>8.1f} ms  {verdict}")
 
 
-# Reading one answer, however it is written, costs at most about this much CPU beyond what
+# Reading one answer, however it is written, costs about 2 s of CPU at most beyond what
 # prose of the same length does: the parse budget pays for so much work, and the rest of
 # the answer is read as text (docs/security.md). An honest answer of 20,000 small calls
-# takes ~1.5 s of it; a flood of FLOOD_CHARS holds more than the budget pays for.
-ANSWER_CPU_BOUND_SECONDS = 2.0
+# takes ~1.5 s; a flood of FLOOD_CHARS holds more than the budget pays for, and its worst
+# (~30,000 valid calls) measured 1.8 to 2.1 s on a shared 2-core machine. The verdict
+# leaves a quarter more for a machine busier than that.
+ANSWER_CPU_BOUND_SECONDS = 2.5
 FLOOD_CHARS = 2_000_000
 
 # Per dialect (and Morph-XML, which is no dialect): one call to `read_file`, its opening,
