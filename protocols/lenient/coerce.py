@@ -41,6 +41,13 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 # Keywords that a single-typed copy of a schema must not repeat, or it would apply them again.
 _COMBINING_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "type", "nullable"})
+# Keywords that may change a value that already has its schema's one scalar type. A schema
+# with none of them leaves such a value as it is, which is most arguments of most calls: the
+# check skips the general walk (a third of what completing a small call cost).
+_CHANGING_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "enum", "const"})
+_SCALAR_TYPE_CHECKS = {
+    name: check for name, check in _TYPE_CHECKS.items() if name not in ("array", "object")
+}
 
 
 def coerce_by_schema(
@@ -73,6 +80,10 @@ def _coerce(value: Any, schema: Any, run: _CoercionRun, depth: int) -> Any:
     if not isinstance(schema, Mapping) or depth > MAX_SCHEMA_DEPTH or run.visits_left <= 0:
         return value
     run.visits_left -= 1
+    declared = schema.get("type")
+    check = _SCALAR_TYPE_CHECKS.get(declared) if isinstance(declared, str) else None
+    if check is not None and check(value) and _CHANGING_KEYWORDS.isdisjoint(schema):
+        return value
     deeper = depth + 1
     # `$ref` and `allOf` members each constrain the value, so each is applied in turn.
     for part in (_resolve_ref(schema, run.root), *_schema_list(schema, "allOf")):
