@@ -129,12 +129,11 @@ class CallContext:
             )
             name = declared
         arguments = dump_arguments(value)
-        if streamed is not None:
-            self.relaxed_budget.credit = 0
-        if self.mode is ArgumentsMode.ATOMIC:
-            self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
+        if streamed is None:
+            self.out.whole_call(ToolCall(new_call_id(), name, arguments, value, original))
             return
-        call = streamed or self.start_call(name)
+        self.relaxed_budget.credit = 0
+        call = streamed
         sent = "".join(call.sent)
         if not arguments.startswith(sent):
             self.reject_call(
