@@ -22,6 +22,8 @@ from .prompting import SeveralCalls, tools_prompt
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")
+# How a call object, or an array of them, begins.
+_CONTAINER_START = re.compile(r"[ \t\r\n]*[{\[]")
 # Longer than any tag name a model closes a call with; a longer `<...` is not held back.
 MAX_TAG_CHARS = 64
 
@@ -217,9 +219,13 @@ class _JsonCall(CallScanner):
 
 
 def _strict_json(pieces: list[str]) -> bool:
-    """Whether `pieces` joined are one strict JSON value (whose end is no string's inside)."""
+    """Whether `pieces` joined are one strict JSON object or array (whose end is no string's
+    inside). Other text (a fence, a stray word) is left to the lexer, untried."""
+    text = "".join(pieces)
+    if _CONTAINER_START.match(text) is None:
+        return False
     try:
-        json.loads("".join(pieces))
+        json.loads(text)
     except (ValueError, RecursionError):
         return False
     return True
