@@ -38,15 +38,16 @@ _ESCAPED = re.escape
 _CALL = re.compile(
     rf"{_ESCAPED(CALL_OPEN)}\s+([^<]*?){_ESCAPED(SEP)}(.*?){_ESCAPED(CALL_CLOSE)}", re.DOTALL
 )
+ARGUMENT_CLOSE = f"{CLOSE}argument{SEP}"
 _ARGUMENT = re.compile(
-    rf"{_ESCAPED(OPEN)}argument\s+([^<]*?){_ESCAPED(SEP)}(.*?){_ESCAPED(CLOSE)}argument{_ESCAPED(SEP)}",
+    rf"{_ESCAPED(OPEN)}argument\s+([^<]*?){_ESCAPED(SEP)}(.*?){_ESCAPED(ARGUMENT_CLOSE)}",
     re.DOTALL,
 )
 
 
 def _arguments(body: str, budget: RelaxedParseBudget) -> dict[str, Any]:
     arguments = {}
-    for attrs, value in _ARGUMENT.findall(body):
+    for attrs, value in _ARGUMENT.findall(body, 0, _through_last(body, ARGUMENT_CLOSE)):
         described = attributes(attrs)
         typed = described.get("type", "string") != "string"
         arguments[described.get("key", "")] = json_or_text(value, budget) if typed else value
@@ -56,8 +57,16 @@ def _arguments(body: str, budget: RelaxedParseBudget) -> dict[str, Any]:
 def _section(body: str, _name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:
     return [
         (attributes(attrs).get("tool", ""), _arguments(inner, budget))
-        for attrs, inner in _CALL.findall(body)
+        for attrs, inner in _CALL.findall(body, 0, _through_last(body, CALL_CLOSE))
     ]
+
+
+def _through_last(body: str, close: str) -> int:
+    """Where the last `close` in `body` ends (0 when there is none). A match ends with its
+    close, so none lies past it; searched beyond, each opening after the last close was
+    looked for its close through the rest of the body: 2 MB of openings took minutes."""
+    last = body.rfind(close)
+    return 0 if last == -1 else last + len(close)
 
 
 def _call(body: str, name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:

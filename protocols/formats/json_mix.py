@@ -3,6 +3,8 @@ between ordinary text, with the JSON read as relaxed as models write it."""
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +22,8 @@ from .prompting import SeveralCalls, tools_prompt
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")
+# How a call object, or an array of them, begins.
+_CONTAINER_START = re.compile(r"[ \t\r\n]*[{\[]")
 # Longer than any tag name a model closes a call with; a longer `<...` is not held back.
 MAX_TAG_CHARS = 64
 
@@ -115,6 +119,13 @@ class _JsonMixParser(TagStreamParser):
         return _JsonCall(ctx, open_tag, self._start, self._end)
 
 
+@functools.lru_cache(maxsize=16)
+def _call_tags(start_tag: str, end_tag: str) -> re.Pattern[str]:
+    """The tags that may end a call body, built once per pair: escaping and joining them
+    for every call took a tenth of reading a small one."""
+    return re.compile("|".join((re.escape(end_tag), re.escape(start_tag), _CLOSING_TAG.pattern)))
+
+
 class _JsonCall(CallScanner):
     """One `<tool_call>` body. It ends at the end tag; at a second start tag (outside a
     JSON string); or at any other closing tag once the JSON value is complete."""
@@ -122,9 +133,7 @@ class _JsonCall(CallScanner):
     def __init__(self, ctx: CallContext, open_tag: str, start_tag: str, end_tag: str) -> None:
         self._ctx = ctx
         self._open_tag, self._start_tag, self._end_tag = open_tag, start_tag, end_tag
-        self._tags = re.compile(
-            "|".join((re.escape(end_tag), re.escape(start_tag), _CLOSING_TAG.pattern))
-        )
+        self._tags = _call_tags(start_tag, end_tag)
         # Every tag above, whole or partial, begins with one of these.
         self._tag_chars = frozenset(end_tag[:1] + start_tag[:1] + "<")
         self._body: list[str] = []
@@ -143,7 +152,7 @@ class _JsonCall(CallScanner):
             self._absorb(text[scanned : match.start()])
             scanned = match.start()
             tag = match.group()
-            if self._lexer.in_string:
+            if self._in_string(tag):
                 continue  # file contents may well mention the tags
             if tag == self._end_tag:
                 self._complete(tag)
@@ -162,6 +171,18 @@ class _JsonCall(CallScanner):
         self._absorb(rest[:safe])
         self._held = rest[safe:]
         return None
+
+    def _in_string(self, tag: str) -> bool:
+        """Whether the body read so far ends inside a JSON string, for a `tag` after it. A
+        body that is strict JSON does not, which one parse in C tells for the end or start
+        tag of a call the lexer has not followed; otherwise the lexer is asked (and
+        follows the body from then on)."""
+        sender = self._sender
+        if not sender.following:
+            if tag in (self._end_tag, self._start_tag) and _strict_json(self._body):
+                return False
+            sender.follow(self._lexer)
+        return self._lexer.in_string
 
     def finish(self) -> None:
         body = "".join(self._body)
@@ -195,3 +216,16 @@ class _JsonCall(CallScanner):
             ctx.fall_back_to_text(ErrorKind.UNKNOWN_TOOL, f"unknown tool: {unknown}", original)
             return
         ctx.complete_calls(calls, original, streamed=self._sender.call)
+
+
+def _strict_json(pieces: list[str]) -> bool:
+    """Whether `pieces` joined are one strict JSON object or array (whose end is no string's
+    inside). Other text (a fence, a stray word) is left to the lexer, untried."""
+    text = "".join(pieces)
+    if _CONTAINER_START.match(text) is None:
+        return False
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True

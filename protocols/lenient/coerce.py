@@ -41,6 +41,14 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 # Keywords that a single-typed copy of a schema must not repeat, or it would apply them again.
 _COMBINING_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "type", "nullable"})
+# Keywords that may change a value that already has its schema's one type. Under none of
+# them such a scalar stays as it is and such an object only has its members coerced, which
+# is most arguments of most calls: the general walk (type lists, branches, refs and enums
+# looked for at every value) is skipped.
+_CHANGING_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "enum", "const"})
+_SCALAR_TYPE_CHECKS = {
+    name: check for name, check in _TYPE_CHECKS.items() if name not in ("array", "object")
+}
 
 
 def coerce_by_schema(
@@ -73,6 +81,13 @@ def _coerce(value: Any, schema: Any, run: _CoercionRun, depth: int) -> Any:
     if not isinstance(schema, Mapping) or depth > MAX_SCHEMA_DEPTH or run.visits_left <= 0:
         return value
     run.visits_left -= 1
+    declared = schema.get("type")
+    if isinstance(declared, str) and _CHANGING_KEYWORDS.isdisjoint(schema):
+        if declared == "object" and type(value) is dict:
+            return _members(value, schema, run, depth + 1)
+        check = _SCALAR_TYPE_CHECKS.get(declared)
+        if check is not None and check(value):
+            return value
     deeper = depth + 1
     # `$ref` and `allOf` members each constrain the value, so each is applied in turn.
     for part in (_resolve_ref(schema, run.root), *_schema_list(schema, "allOf")):
@@ -291,6 +306,13 @@ def _to_object(value: Any, schema: Mapping[str, Any], run: _CoercionRun, depth: 
         value = value if parsed is None else parsed
     if not isinstance(value, dict):
         return value
+    return _members(value, schema, run, depth)
+
+
+def _members(
+    value: dict[str, Any], schema: Mapping[str, Any], run: _CoercionRun, depth: int
+) -> dict[str, Any]:
+    """Each member coerced by its property's schema, else by `additionalProperties`."""
     properties = declared_properties(schema)
     additional = schema.get("additionalProperties")
     return {

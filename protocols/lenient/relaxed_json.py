@@ -19,9 +19,10 @@ MAX_NESTING_DEPTH = 128
 # What one response may spend on reading calls, which runs on the event loop, in characters
 # of relaxed parsing (repairs, then JSON5): ~0.3 µs each (bench/parsers.py; up to ~1 µs for
 # text that needs every repair). The other work is charged in the same characters, at about
-# a microsecond each (see the charges below), so a response's reading stays within ~1.5 s
-# of CPU however it is written: what 20,000 small calls take, the most an honest answer
-# holds, which fit with a fifth to spare. A 200 KB file write that needs repair fits seven
+# a microsecond each (see the charges below), so a response's reading stays within ~2 s
+# of CPU however it is written (bench/parsers.py's floods: 1.8 s at most on a busy shared
+# 2-core machine). 20,000 small calls, the most an honest answer holds, are charged 0.9 to
+# 1.3 million and take 0.6 to 0.9 s. A 200 KB file write that needs repair fits seven
 # times over.
 RELAXED_PARSE_BUDGET_CHARS = 1_500_000
 # Each parse's fixed cost (~1.5 µs of Python around `json.loads`; a million one-character
@@ -41,7 +42,8 @@ STRICT_CHARS_PER_CHARGED_CHAR = 8
 # the budget, the rest of the answer is text.
 CALL_CHARGE_CHARS = 40
 # Each argument read on its own, by each reader that reads it (a parameter tag of Morph-XML,
-# Qwen3-Coder, GLM, `<invoke>`; a JSON value the streaming lexer follows): ~3 to 5 µs of
+# Qwen3-Coder, GLM, `<invoke>`; a JSON value the streaming lexer follows, which it does
+# only for a call that may stream or whose tag it must place): ~3 to 5 µs of
 # Python. One call holding a flood of them is bounded by this.
 ARGUMENT_CHARGE_CHARS = 4
 # A call whose arguments have begun to stream may finish on credit, this much past the

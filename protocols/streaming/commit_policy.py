@@ -6,7 +6,7 @@ falls back to text. `CallContext` is what a protocol's call scanner works throug
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,7 +33,7 @@ from .part_writer import PartWriter
 
 
 def new_call_id() -> str:
-    return "call_" + secrets.token_hex(12)
+    return "call_" + os.urandom(12).hex()  # what secrets.token_hex does, less two calls
 
 
 @dataclass(slots=True)
@@ -129,12 +129,11 @@ class CallContext:
             )
             name = declared
         arguments = dump_arguments(value)
-        if streamed is not None:
-            self.relaxed_budget.credit = 0
-        if self.mode is ArgumentsMode.ATOMIC:
-            self.out.call_part(ToolCall(new_call_id(), name, arguments, value, original))
+        if streamed is None:
+            self.out.whole_call(ToolCall(new_call_id(), name, arguments, value, original))
             return
-        call = streamed or self.start_call(name)
+        self.relaxed_budget.credit = 0
+        call = streamed
         sent = "".join(call.sent)
         if not arguments.startswith(sent):
             self.reject_call(
@@ -179,6 +178,12 @@ class StreamedCall:
     sent: list[str] = field(default_factory=list)
 
 
+# The most characters of canonical JSON arguments one character of a call's body can become
+# (a raw control character is written `\u0001`; `1E15` is 1000000000000000.0): a body under
+# small_call_chars over this cannot hold arguments enough to be sent before the call ends.
+MAX_ARGUMENT_CHARS_PER_BODY_CHAR = 6
+
+
 def dump_arguments(value: Any) -> str:
     """Arguments as OpenAI sends them: compact-enough JSON text, UTF-8 safe."""
     text = json_text(value)
@@ -212,9 +217,13 @@ class ArgumentSender:
     until its arguments reach `ParserOptions.small_call_chars`: a smaller call is decided
     when it ends, exactly as a whole text is (see CallContext.complete_call). A larger one
     starts once its tool's name is known and accepted (incremental mode only), then its
-    fragments follow. After `stop()` nothing more is sent; the call's end decides the rest."""
+    fragments follow. After `stop()` nothing more is sent; the call's end decides the rest.
 
-    __slots__ = ("_ctx", "_held", "_held_chars", "call", "sending")
+    The arguments stream is fed only once the body may hold arguments enough to be sent
+    (or a scanner asks it where it stands, `follow`): till then its work would be thrown
+    away with the held fragments, and following a small call cost a third of reading it."""
+
+    __slots__ = ("_ctx", "_held", "_held_chars", "_unread", "_unread_chars", "call", "sending")
 
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
@@ -222,12 +231,35 @@ class ArgumentSender:
         self.sending = ctx.mode is ArgumentsMode.INCREMENTAL
         self._held: list[str] = []
         self._held_chars = 0
+        # The body the stream has not been fed yet (None once it follows the body).
+        self._unread: list[str] | None = []
+        self._unread_chars = 0
+
+    @property
+    def following(self) -> bool:
+        """Whether the stream has been fed the whole body so far."""
+        return self._unread is None
 
     def feed(self, stream: ArgumentStream, text: str) -> None:
         """Read `text` of the call's body with `stream` and send what it makes final."""
+        unread = self._unread
+        if unread is not None:
+            unread.append(text)
+            self._unread_chars += len(text)
+            if self.sending and (
+                self._unread_chars * MAX_ARGUMENT_CHARS_PER_BODY_CHAR >= self._ctx.small_call_chars
+            ):
+                self.follow(stream)
+            return
         if stream.healthy:
             fragments = stream.feed(text)
             self.send(stream.name, "".join(fragments))
+
+    def follow(self, stream: ArgumentStream) -> None:
+        """Feed `stream` the body so far, and from now on each piece as it comes."""
+        if self._unread is not None:
+            text, self._unread = "".join(self._unread), None
+            self.feed(stream, text)
 
     def send(self, name: str | None, fragment: str) -> None:
         if not self.sending or not name:

@@ -43,6 +43,17 @@ def result_after_call(text: str, ended: bool) -> tuple[int, re.Match[str] | None
     return start, None, may_come
 
 
+def result_block(
+    ctx: CallContext, text: str, ended: bool, holds_call: Callable[[str], bool]
+) -> tuple[InventedResult | None, str] | None:
+    """Right after a call: the scanner of the result block `text` opens and the text after
+    its opening, or no scanner and `text` when none follows; None while one may still."""
+    start, opening, may_come = result_after_call(text, ended)
+    if opening is not None:
+        return InventedResult(ctx, text[:start], opening, holds_call), text[opening.end() :]
+    return None if may_come else (None, text)
+
+
 class InventedResult(CallScanner):
     """The result block after its opening, to its closing: dropped (see the module), or,
     when it holds a call (`holds_call`), handed back to be read as text and calls."""

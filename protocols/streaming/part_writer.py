@@ -116,6 +116,14 @@ class PartWriter:
             return
         self._write_call_part(part)
 
+    def whole_call(self, call: ToolCall) -> None:
+        """A call decided whole, none of it sent yet: in `incremental` mode it is sent as a
+        start, one fragment and the call."""
+        if self._hold is not None:
+            self._hold.part(call)
+            return
+        self._write_whole_call(call)
+
     def end(self) -> None:
         """The output ended: what is held is layout (dropped) only if a call was written;
         other held text is text."""
@@ -138,7 +146,7 @@ class PartWriter:
             self.context.called()
             for record in hold.records:
                 if not isinstance(record, str):
-                    self._write_held_call(record)
+                    self._write_whole_call(record)
             self._write_text(hold.tail)
             return
         if outcome is Outcome.JSON:
@@ -153,7 +161,7 @@ class PartWriter:
             elif isinstance(record, ToolCall):
                 self._write_text(record.original)
 
-    def _write_held_call(self, part: Part) -> None:
+    def _write_whole_call(self, part: Part) -> None:
         if self._incremental and isinstance(part, ToolCall):
             self._write_call_part(ToolCallStart(part.id, part.name))
             self._add(ToolCallDelta(part.id, part.arguments))

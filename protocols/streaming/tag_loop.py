@@ -4,18 +4,16 @@ scanner, which works under the commit policy (`commit_policy`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
-from ..base import ArgumentsMode, ParserOptions, StreamParser, UnknownTools
-from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget
+from ..base import ArgumentsMode, ParserOptions, StreamParser
+from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
-    ErrorKind,
     OnError,
     ParseError,
     Part,
@@ -23,19 +21,18 @@ from ..parts import (
     ThinkStart,
     ToolSpec,
 )
+from .call_opening import CallOpening, Open
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import (
     DialectSearch,
-    OpenForm,
     answer_forms,
     dialect_names,
     dialect_search,
 )
-from .invented_result import InventedResult, result_after_call
+from .invented_result import InventedResult, result_block
 from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer, fenced_call_objects
 from .part_writer import PartWriter
-from .reading_context import Verdict
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
@@ -57,9 +54,6 @@ class HeldOpen(Protocol):
         nothing after its start can be decided), False once it ended or cannot be a tag."""
 
 
-# A complete open tag: (start, end, the tool it names, the dialect's form or None for the
-# protocol's own tag). A plain tuple: one is made for every call, on the stream's hot path.
-Open = tuple[int, int, str, "OpenForm | None"]
 # What `_locate` finds: the open tag, or None; where the text is to be held back from; and
 # how much of it holds no dialect tag.
 Located = tuple[Open | None, int, int]
@@ -103,11 +97,7 @@ class TagStreamParser(StreamParser):
             relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
             small_call_chars=options.small_call_chars,
         )
-        # Dialect calls name declared tools only, whatever UNKNOWN_TOOLS says.
-        self._dialect_ctx = self._ctx.with_unknown_tools(UnknownTools.TEXT)
-        # A call held until the text after it decides (`reading_context`) is read whole.
-        self._held_ctx = dataclasses.replace(self._ctx, mode=ArgumentsMode.ATOMIC)
-        self._held_dialect_ctx = dataclasses.replace(self._dialect_ctx, mode=ArgumentsMode.ATOMIC)
+        self._call_opening = CallOpening(self._ctx)
         self._dialects, self._tag_chars, self._outside, self._inside = _machinery(
             type(self), tuple(open_tokens), tuple(dialect_names())
         )
@@ -116,8 +106,6 @@ class TagStreamParser(StreamParser):
         # (a marker none of whose tags can open there never will: its text only grows).
         self._searched = 0
         self._ended = False  # the output has ended (finish)
-        # The parse budget could not pay for another call: the rest of the output is text.
-        self._budget_spent = False
         self._pending = ""
         self._call: CallScanner | None = None
         self._after_call = False  # a call just ended: a result the model invents may follow
@@ -340,9 +328,13 @@ class TagStreamParser(StreamParser):
                 self._call = None
                 self._pending = rest
             elif self._after_call:
-                if not self._advance_after_call():
-                    return
-            elif self._budget_spent or self._tag_chars.isdisjoint(self._pending):
+                # A result block the model invents for its call is dropped.
+                after = result_block(self._ctx, self._pending, self._ended, self._holds_call)
+                if after is None:
+                    return  # more text is needed to tell
+                self._call, self._pending = after
+                self._after_call = False
+            elif self._call_opening.budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
@@ -352,19 +344,6 @@ class TagStreamParser(StreamParser):
                     return
             elif not self._advance_outside():
                 return
-
-    def _advance_after_call(self) -> bool:
-        """Right after a call: a result block the model invents for it is dropped (see
-        `invented_result`); False when more text is needed to tell."""
-        text = self._pending
-        start, opening, may_come = result_after_call(text, self._ended)
-        if opening is not None:
-            self._call = InventedResult(self._ctx, text[:start], opening, self._holds_call)
-            self._pending = text[opening.end() :]
-        elif may_come:
-            return False
-        self._after_call = False
-        return True
 
     def _holds_call(self, text: str) -> bool:
         return self._locate(text, self._outside, 0)[0] is not None
@@ -414,31 +393,7 @@ class TagStreamParser(StreamParser):
             self._pending = text[think + len(THINK_OPEN) :]
             return True
         if call is not None:
-            start, end, name, form = call
-            out.text(text[:start])
-            # Charged before its verdict: a call form shown as text costs its tag, one held
-            # is read whole, and a hold must not begin for a call the budget cannot pay.
-            try:
-                self._ctx.relaxed_budget.spend_calls()
-            except RelaxedJSONError as error:
-                self._ctx.error(
-                    ErrorKind.PARSE_BUDGET, f"{error}: the rest is text", text[start:end]
-                )
-                self._budget_spent = True
-                self._pending = text[start:]
-                return True
-            verdict = out.begin_call()
-            held = verdict is not Verdict.CALL
-            if verdict is Verdict.TEXT:  # shown, not written to act: its open tag is text
-                out.text(text[start:end])
-            elif form is None:
-                self._call = self._open_call(
-                    self._held_ctx if held else self._ctx, text[start:end], name
-                )
-            else:
-                ctx = self._held_dialect_ctx if held else self._dialect_ctx
-                self._call = form.scanner(ctx, text[start:end], name)
-            self._pending = text[end:]
+            self._call, self._pending = self._call_opening.open(text, call, self._open_call)
             return True
         self._hold(text, waiting, ruled_out)
         return False
