@@ -11,7 +11,8 @@ argument its key and type (a `string` is raw text, any other type JSON):
 
 Checked against vLLM's and SGLang's `kimi_k3` parsers. Attribute values undo `&quot;` and
 `&amp;`. The section (or a call written without it) is read whole once it closes; a section
-the output ends inside is read as far as its calls are whole, as both engines do."""
+the output ends inside is read as far as its calls are whole, as both engines do. The think
+channel is a think block of the tag loop (`THINK_TAGS`): no call is read inside it."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@
 Checked against vLLM's `seed_oss` tool parser: values are raw text less one line break
 after the open tag and one before the close. The block is read whole once it closes (the
 `<function=` inside was read by the qwen3-coder dialect before, and the wrapper left as
-content)."""
+content). The `<seed:think>` block is a think block of the tag loop (`THINK_TAGS`): no call
+is read inside it."""
 
 from __future__ import annotations
 

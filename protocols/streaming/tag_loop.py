@@ -34,7 +34,16 @@ from .marker_scan import MarkerScan, marker_scan
 from .off_protocol import OffProtocolAnswer, fenced_call_objects
 from .part_writer import PartWriter
 
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# The reasoning blocks models write, each open tag with the one close tag that ends it:
+# `<think>` (DeepSeek-R1, Qwen3 and most), Seed-OSS's `<seed:think>` and Kimi K3's think
+# channel. A block is closed only by its own close tag.
+THINK_TAGS: dict[str, str] = {
+    "<think>": "</think>",
+    "<seed:think>": "</seed:think>",
+    "<|open|>think<|sep|>": "<|close|>think<|sep|>",
+}
+_THINK_OPEN = re.compile("|".join(map(re.escape, THINK_TAGS)))
+_LONGEST_THINK_OPEN = max(map(len, THINK_TAGS))
 
 # The most text one step of the loop reads. A whole answer (and an upstream chunk of
 # megabytes) is read in pieces of this size, as a stream would deliver it: every call found
@@ -61,8 +70,8 @@ Located = tuple[Open | None, int, int]
 
 class TagStreamParser(StreamParser):
     """The loop every tag protocol shares: text outside calls flows out at once (holding back
-    only a suffix that could still become an open tag), `<think>` blocks are never parsed
-    for calls, and each call is handed to the protocol's CallScanner, or to a dialect's
+    only a suffix that could still become an open tag), think blocks (`THINK_TAGS`) are
+    never parsed for calls, and each call is handed to the protocol's CallScanner, or to a dialect's
     (`dialect_forms`): calls written in another model's format count too, for declared tools.
 
     Each feed touches only the new text plus a held-back suffix no longer than an open
@@ -98,7 +107,7 @@ class TagStreamParser(StreamParser):
             small_call_chars=options.small_call_chars,
         )
         self._call_opening = CallOpening(self._ctx)
-        self._dialects, self._tag_chars, self._outside, self._inside = _machinery(
+        self._dialects, self._tag_chars, self._outside, self._insides = _machinery(
             type(self), tuple(open_tokens), tuple(dialect_names())
         )
         self._declared = self._ctx.tools
@@ -109,11 +118,12 @@ class TagStreamParser(StreamParser):
         self._pending = ""
         self._call: CallScanner | None = None
         self._after_call = False  # a call just ended: a result the model invents may follow
-        self._in_think = False
+        # The close tag of the think block the text is in, None outside one.
+        self._think_close: str | None = None
         # Inside a think block from a call open tag on: how much of `_pending` has been
-        # searched for `</think>` (None while no call tag is held).
+        # searched for its close tag (None while no call tag is held).
         self._held_think_call: int | None = None
-        # What came after that while no `</think>` did: kept as pieces, with the last
+        # What came after that while no close tag did: kept as pieces, with the last
         # characters that could begin one, so holding a long block costs linear time.
         self._held_pieces: list[str] = []
         self._held_seam = ""
@@ -165,10 +175,12 @@ class TagStreamParser(StreamParser):
                 self._read(held)
             return
         if self._held_think_call is not None:
+            close = self._think_close
+            assert close is not None  # a call tag is held only in a think block
             seam = self._held_seam + text
-            if THINK_CLOSE not in seam:
+            if close not in seam:
                 self._held_pieces.append(text)
-                self._held_seam = seam[1 - len(THINK_CLOSE) :]
+                self._held_seam = seam[1 - len(close) :]
                 return
             text = self._take_held_pieces() + text
         if self._held_open is not None:
@@ -183,9 +195,12 @@ class TagStreamParser(StreamParser):
         """Whether the held open tag is still unfinished after `text`. A think tag in it ends
         the wait: outside calls, think tags are found wherever they are."""
         assert self._held_open is not None
-        think_tag = THINK_CLOSE if self._in_think else THINK_OPEN
-        seam = self._pending[1 - len(think_tag) :] + text
-        return think_tag not in seam and self._held_open.extend(text)
+        close = self._think_close
+        if close is not None:
+            ends = close in self._pending[1 - len(close) :] + text
+        else:
+            ends = _THINK_OPEN.search(self._pending[1 - _LONGEST_THINK_OPEN :] + text) is not None
+        return not ends and self._held_open.extend(text)
 
     def finish(self) -> list[Part]:
         out = self._ctx.out
@@ -197,11 +212,11 @@ class TagStreamParser(StreamParser):
                 out.end()
                 return out.take()
             self._read(answer.text)
-        if self._in_think and self._held_think_call is not None:
+        if self._held_think_call is not None:
             self._end_think_holding_call()
         self._ended = True  # what is held back can grow no more: it is read as it is
         self._advance()
-        if self._in_think and self._held_think_call is not None:  # a call tag at the very end
+        if self._held_think_call is not None:  # a call tag at the very end
             self._end_think_holding_call()
             self._advance()
         if self._call is not None:
@@ -209,19 +224,19 @@ class TagStreamParser(StreamParser):
             self._call = None
         out.text(self._pending)
         self._pending = ""
-        if self._in_think:
+        if self._think_close is not None:
             out.marker(ThinkEnd(""))
-            self._in_think = False
+            self._think_close = None
         out.end()
         return out.take()
 
     def _end_think_holding_call(self) -> None:
-        """The output ended in a think block holding a call: the model forgot `</think>`.
+        """The output ended in a think block holding a call: the model forgot its close tag.
         What was held from the call tag on is read as the answer, in pieces."""
         held = self._pending + self._take_held_pieces()
         self._pending = ""
         self._ctx.out.marker(ThinkEnd(""))
-        self._in_think = False
+        self._think_close = None
         self._held_think_call = None
         self._read(held)
 
@@ -339,8 +354,8 @@ class TagStreamParser(StreamParser):
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
                 self._pending = ""
-            elif self._in_think:
-                if not self._advance_in_think():
+            elif self._think_close is not None:
+                if not self._advance_in_think(self._think_close):
                     return
             elif not self._advance_outside():
                 return
@@ -348,36 +363,36 @@ class TagStreamParser(StreamParser):
     def _holds_call(self, text: str) -> bool:
         return self._locate(text, self._outside, 0)[0] is not None
 
-    def _advance_in_think(self) -> bool:
-        """Emit think text up to `</think>`; False when more text is needed. A call open tag
-        inside the block holds the rest until `</think>` (then it was text) or the end of the
-        output (then it is a call)."""
+    def _advance_in_think(self, close: str) -> bool:
+        """Emit think text up to the block's `close` tag; False when more text is needed. A
+        call open tag inside the block holds the rest until `close` (then it was text) or the
+        end of the output (then it is a call)."""
         out, text = self._ctx.out, self._pending
-        scan_from = max(0, (self._held_think_call or 0) - len(THINK_CLOSE) + 1)
-        end = text.find(THINK_CLOSE, scan_from)
+        scan_from = max(0, (self._held_think_call or 0) - len(close) + 1)
+        end = text.find(close, scan_from)
         waiting, ruled_out = len(text), 0
         if self._held_think_call is None:
             searched, self._searched = self._searched, 0
             call, waiting, ruled_out = self._locate(
-                text[: end if end != -1 else len(text)], self._inside, searched
+                text[: end if end != -1 else len(text)], self._insides[close], searched
             )
             if call is not None:
                 out.text(text[: call[0]])
                 self._pending = text = text[call[0] :]
-                end = text.find(THINK_CLOSE)
+                end = text.find(close)
                 self._held_think_call = 0
         if end == -1:
             if self._held_think_call is not None:
                 self._held_think_call = len(text)
-                self._held_seam = text[1 - len(THINK_CLOSE) :]
+                self._held_seam = text[1 - len(close) :]
                 return False
             self._hold(text, waiting, ruled_out)
             return False
         out.text(text[:end])
-        out.marker(ThinkEnd(THINK_CLOSE))
-        self._in_think = False
+        out.marker(ThinkEnd(close))
+        self._think_close = None
         self._held_think_call = None
-        self._pending = text[end + len(THINK_CLOSE) :]
+        self._pending = text[end + len(close) :]
         return True
 
     def _advance_outside(self) -> bool:
@@ -385,12 +400,12 @@ class TagStreamParser(StreamParser):
         out, text = self._ctx.out, self._pending
         searched, self._searched = self._searched, 0  # valid once: `_pending` changes
         call, waiting, ruled_out = self._locate(text, self._outside, searched)
-        think = text.find(THINK_OPEN, 0, call[0] if call else len(text))
-        if think != -1:
-            out.text(text[:think])
-            out.marker(ThinkStart(THINK_OPEN))
-            self._in_think = True
-            self._pending = text[think + len(THINK_OPEN) :]
+        think = _THINK_OPEN.search(text, 0, call[0] if call else len(text))
+        if think is not None:
+            out.text(text[: think.start()])
+            out.marker(ThinkStart(think.group()))
+            self._think_close = THINK_TAGS[think.group()]
+            self._pending = text[think.end() :]
             return True
         if call is not None:
             self._call, self._pending = self._call_opening.open(text, call, self._open_call)
@@ -402,20 +417,23 @@ class TagStreamParser(StreamParser):
 @functools.lru_cache(maxsize=64)
 def _machinery(
     parser: type[TagStreamParser], open_tokens: tuple[str, ...], registered: tuple[str, ...]
-) -> tuple[DialectSearch | None, frozenset[str], MarkerScan, MarkerScan]:
+) -> tuple[DialectSearch | None, frozenset[str], MarkerScan, dict[str, MarkerScan]]:
     """What every parser of a class shares, built once (`registered` being the dialects
     registered, a dialect registered later gets its own): the search of the dialects that
     are not the protocol's own format; the characters any tag begins with; and the search
     for a dialect's marker, or a suffix that may still become one, a think tag or an open
-    tag, outside think blocks and in them."""
+    tag, outside think blocks and in each kind of them (by its close tag)."""
     dialects = dialect_search(parser._native_dialects, registered)
     markers = dialects.markers if dialects is not None else frozenset()
     first_chars = dialects.first_chars if dialects is not None else frozenset()
     return (
         dialects,
         parser._tag_chars | first_chars,
-        marker_scan(markers, frozenset({THINK_OPEN, *open_tokens})),
-        marker_scan(markers, frozenset({THINK_CLOSE, *open_tokens})),
+        marker_scan(markers, frozenset({*THINK_TAGS, *open_tokens})),
+        {
+            close: marker_scan(markers, frozenset({close, *open_tokens}))
+            for close in THINK_TAGS.values()
+        },
     )
 
 

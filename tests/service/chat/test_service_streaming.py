@@ -203,3 +203,25 @@ def test_think_block_moves_to_reasoning_content_only_when_configured(
     completion = proxy.chat(chat_body(WEATHER_TOOL, stream=True))
 
     assert (completion.reasoning, completion.content) == (reasoning, content)
+
+
+SEED_WEATHER_CALL = (
+    "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+    "</function>\n</seed:tool_call>"
+)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_seed_think_block_is_reasoning_and_the_call_after_it_a_tool_call(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
+) -> None:
+    # Seed-OSS reasons in `<seed:think>`, there about the very call it then makes: only the
+    # call after the block is one.
+    proxy = start_proxy(think_as_reasoning=True)
+    thought = f"Paris, so {SEED_WEATHER_CALL}"
+    upstream.script(Reply("<seed:th", f"ink>{thought}</seed:", "think>", SEED_WEATHER_CALL))
+
+    completion = proxy.chat(chat_body(WEATHER_TOOL, stream=stream))
+
+    assert (completion.reasoning, completion.content) == (thought, "")
+    assert completion.calls == [PARIS_WEATHER]
