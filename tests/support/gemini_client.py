@@ -44,11 +44,15 @@ QUESTION = types.Content(role="user", parts=[types.Part(text="What is the weathe
 
 @contextmanager
 def gemini_client(
-    proxy: Proxy, api_key: str = "test", *, api_version: str = "v1beta"
+    proxy: Proxy,
+    api_key: str = "test",
+    *,
+    api_version: str = "v1beta",
+    headers: dict[str, str] | None = None,
 ) -> Iterator[genai.Client]:
-    """The SDK pointed at the proxy, retrying nothing."""
+    """The SDK pointed at the proxy, retrying nothing, sending `headers` with every request."""
     options = types.HttpOptions(
-        base_url=proxy.url, api_version=api_version, timeout=CLIENT_TIMEOUT_MS
+        base_url=proxy.url, api_version=api_version, timeout=CLIENT_TIMEOUT_MS, headers=headers
     )
     with genai.Client(api_key=api_key, http_options=options) as client:
         yield client
@@ -77,11 +81,12 @@ def generate(
     *,
     contents: list[types.Content] | None = None,
     model: str = MODEL,
+    headers: dict[str, str] | None = None,
     **config: Any,
 ) -> Answer:
     """`generate_content` or `generate_content_stream` with this config, assembled."""
     asked = types.GenerateContentConfig(**config)
-    with gemini_client(proxy) as client:
+    with gemini_client(proxy, headers=headers) as client:
         if stream:
             responses = list(
                 client.models.generate_content_stream(

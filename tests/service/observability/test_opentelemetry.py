@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from gemini_client import TOOLS as GEMINI_TOOLS
+from gemini_client import generate
 from messages_client import WEATHER, anthropic_client, message_params
 from otlp_receiver import CLIENT, ERROR, SERVER, OtlpReceiver, Span
 from responses_client import WEATHER_FUNCTION
@@ -46,6 +48,7 @@ DOORS = {
     "chat": "POST /v1/chat/completions",
     "responses": "POST /v1/responses",
     "messages": "POST /v1/messages",
+    "gemini": "POST /v1beta/models/{target:path}",
 }
 # What tracing brings in beyond the OpenTelemetry API.
 SDK_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter", "grpc", "google.protobuf", "requests")
@@ -113,6 +116,8 @@ def call_door(proxy: Proxy, door: str, stream: bool) -> None:
                 list(events)
         else:
             proxy.client.responses.create(**params)
+    elif door == "gemini":
+        generate(proxy, stream, tools=GEMINI_TOOLS, headers={"traceparent": TRACEPARENT})
     else:
         with anthropic_client(proxy) as client:
             params = message_params(tools=[WEATHER])
