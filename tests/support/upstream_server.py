@@ -60,6 +60,11 @@ def rendered_calls(name: str, arguments: dict[str, Any]) -> dict[str, str]:
 # What the model writes when it calls get_weather(city="Paris") or get_time(zone="UTC").
 WEATHER_CALL = rendered_calls(*PARIS_WEATHER)
 TIME_CALL = rendered_calls(*UTC_TIME)
+# A call format shown as an example, which stays text; and a fence of calls after a line of
+# prose, which is the calls (UTC_TIME): the precision rule every front door keeps.
+SHOWN_CALL = "A call looks like this:\n\n```\n" + WEATHER_CALL["json-mix"] + "\n```\n\nThat's all."
+PROSE_BEFORE_FENCE = "I'll use this call:\n"
+FENCE_OF_CALLS = '```json\n[{"name": "get_time", "arguments": {"zone": "UTC"}}]\n```'
 PATCH_CALL = rendered_calls("apply_patch", {"input": PATCH})
 
 

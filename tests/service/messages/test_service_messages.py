@@ -24,7 +24,10 @@ from messages_client import (
 from observability import scrape
 from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy, read_events
 from upstream_server import (
+    FENCE_OF_CALLS,
     PARIS_WEATHER,
+    PROSE_BEFORE_FENCE,
+    SHOWN_CALL,
     TIME_CALL,
     USAGE,
     UTC_TIME,
@@ -381,13 +384,15 @@ def test_a_stop_sequence_the_upstream_names_is_the_stop_reason(
 def test_a_call_format_shown_as_an_example_is_text_and_a_fence_of_calls_after_prose_is_calls(
     upstream: ScriptedUpstream, protocol_proxy: Proxy, stream: bool
 ) -> None:
-    shown = "A call looks like this:\n\n```\n" + WEATHER_CALL["json-mix"] + "\n```\n\nThat's all."
-    fence = '```json\n[{"name": "get_time", "arguments": {"zone": "UTC"}}]\n```'
-    upstream.script(Reply(shown), Reply("I'll use this call:\n", fence))
+    upstream.script(Reply(SHOWN_CALL), Reply(PROSE_BEFORE_FENCE, FENCE_OF_CALLS))
 
     example = create(protocol_proxy, stream, tools=[WEATHER, TIME])
     called = create(protocol_proxy, stream, tools=[WEATHER, TIME])
 
-    assert (text(example), tool_uses(example), example["stop_reason"]) == (shown, [], "end_turn")
-    assert (text(called), tool_uses(called)) == ("I'll use this call:\n", [UTC_TIME])
+    assert (text(example), tool_uses(example), example["stop_reason"]) == (
+        SHOWN_CALL,
+        [],
+        "end_turn",
+    )
+    assert (text(called), tool_uses(called)) == (PROSE_BEFORE_FENCE, [UTC_TIME])
     assert called["stop_reason"] == "tool_use"

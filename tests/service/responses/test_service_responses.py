@@ -14,7 +14,10 @@ from observability import scrape
 from responses_client import TIME_FUNCTION, WEATHER_FUNCTION, calls, respond, text
 from servers import MODEL, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy
 from upstream_server import (
+    FENCE_OF_CALLS,
     PARIS_WEATHER,
+    PROSE_BEFORE_FENCE,
+    SHOWN_CALL,
     USAGE,
     UTC_TIME,
     WEATHER_CALL,
@@ -351,13 +354,11 @@ def test_client_key_is_required_as_for_chat_completions(start_proxy: StartProxy)
 def test_a_call_format_shown_as_an_example_is_text_and_a_fence_of_calls_after_prose_is_calls(
     upstream: ScriptedUpstream, protocol_proxy: Proxy, stream: bool
 ) -> None:
-    shown = "A call looks like this:\n\n```\n" + WEATHER_CALL["json-mix"] + "\n```\n\nThat's all."
-    fence = '```json\n[{"name": "get_time", "arguments": {"zone": "UTC"}}]\n```'
-    upstream.script(Reply(shown), Reply("I'll use this call:\n", fence))
+    upstream.script(Reply(SHOWN_CALL), Reply(PROSE_BEFORE_FENCE, FENCE_OF_CALLS))
     tools = [WEATHER_FUNCTION, TIME_FUNCTION]
 
     example = respond(protocol_proxy, stream, input=QUESTION, tools=tools)
     called = respond(protocol_proxy, stream, input=QUESTION, tools=tools)
 
-    assert (text(example), calls(example)) == (shown, [])
-    assert (text(called), calls(called)) == ("I'll use this call:\n", [UTC_TIME])
+    assert (text(example), calls(example)) == (SHOWN_CALL, [])
+    assert (text(called), calls(called)) == (PROSE_BEFORE_FENCE, [UTC_TIME])
