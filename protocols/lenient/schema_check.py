@@ -16,6 +16,11 @@ exponentially), and a schema the check cannot read (an unknown type, an unresolv
 a malformed keyword) or cannot finish makes no problem: the call goes as it is, and the tool
 judges it.
 
+A `$ref` resolves inside the request's own schema only (`#/$defs/…`, or an `$id` the schema
+itself declares). Anything else, `http://…` or `file://…`, is an unknown reference, noted in
+the budget's `unknown_references`: left to jsonschema's default, it fetched the URL from the
+proxy's network, or read the file from its disk, while the event loop waited.
+
 jsonschema is imported with the first check, not with the protocols: it was a sixth of a
 worker's start, and a worker may serve many requests before one holds a call."""
 
@@ -25,7 +30,7 @@ import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
@@ -33,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jsonschema import ValidationError
     from jsonschema.protocols import Validator
+    from referencing import Registry, Resource
 
     Keyword = Callable[[Validator, Any, Any, Mapping[str, Any]], Iterable[ValidationError] | None]
 
@@ -66,9 +72,11 @@ class _OutOfVisits(Exception):
 
 @dataclass(slots=True)
 class CheckBudget:
-    """The keyword visits left to one answer's checks."""
+    """The keyword visits left to one answer's checks, and the references outside their
+    schemas they met (never fetched)."""
 
     left: int = MAX_CHECK_VISITS
+    unknown_references: set[str] = field(default_factory=set)
 
 
 # The budget of the running check. A check runs start to end without yielding to the event
@@ -86,8 +94,9 @@ def argument_problems(
     when none is given)."""
     if not isinstance(schema, Mapping) or not schema:
         return []
-    checker = _checker(_draft(schema), strict=strict)(schema)
-    token = _visits.set(budget or CheckBudget())
+    budget = budget or CheckBudget()
+    checker = _checker(_draft(schema), strict=strict)(schema, registry=_request_only(budget))
+    token = _visits.set(budget)
     try:
         return [_said(error) for error in islice(checker.iter_errors(arguments), MAX_PROBLEMS)]
     except _unfinished():
@@ -96,6 +105,19 @@ def argument_problems(
         return []  # a keyword's value the check cannot use ("multipleOf": 0, "required": 5)
     finally:
         _visits.reset(token)
+
+
+def _request_only(budget: CheckBudget) -> Registry[Any]:
+    """A registry that retrieves nothing: a reference outside the schema is noted, and fails
+    to resolve (jsonschema still knows the drafts' own meta-schemas)."""
+    from referencing import Registry
+    from referencing.exceptions import NoSuchResource
+
+    def refuse(uri: str) -> Resource[Any]:
+        budget.unknown_references.add(uri)
+        raise NoSuchResource(ref=uri)
+
+    return Registry(retrieve=refuse)
 
 
 @functools.cache

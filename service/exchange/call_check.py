@@ -6,12 +6,15 @@ recorded, as repaired or as sent."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from protocols import CheckBudget, Part, StreamParser, ToolCall, ToolSpec, argument_problems
 
 from ..observability import CompletionObserver
+
+logger = logging.getLogger(__name__)
 
 Invalid = tuple[str, str]  # a failed call's tool name, and what is wrong with its arguments
 
@@ -29,6 +32,7 @@ class CallCheck:
             tool.name: tool.parameters for tool in tools if tool.parameters and not tool.free_form
         }
         self._strict = frozenset(strict)
+        self._unknown_references_logged: set[str] = set()
 
     def problem(self, name: str, arguments: Any, budget: CheckBudget) -> str | None:
         """What is wrong with a call's arguments, or None (an undeclared or free-form tool's
@@ -37,7 +41,18 @@ class CallCheck:
         if schema is None:
             return None
         strict = name in self._strict
+        references_before = len(budget.unknown_references)
         problems = argument_problems(arguments, schema, strict=strict, budget=budget)
+        refers_out = len(budget.unknown_references) > references_before
+        if refers_out and name not in self._unknown_references_logged:
+            # The addresses are the client's, not shown: where a schema points is its business.
+            self._unknown_references_logged.add(name)
+            logger.info(
+                "the schema of tool %r refers outside the request (%d reference(s), never"
+                " fetched): its calls are not checked there",
+                name,
+                len(budget.unknown_references) - references_before,
+            )
         open_schema = not strict and schema.get("additionalProperties") is not False
         if problems and open_schema and isinstance(arguments, dict):
             # A misnamed argument is named, where the schema itself lets it be: told only that

@@ -41,6 +41,8 @@ from .failures import (
 # upstream that answers a 500 with a gigabyte of HTML cannot make the proxy buffer it.
 MAX_ERROR_BODY_BYTES = 64 * 1024
 CLIENT_ERROR = 400  # where HTTP's 4xx statuses begin
+MULTIPLE_CHOICES = 300  # where the 3xx redirects begin
+NOT_MODIFIED = 304
 # Closing an upstream response after the client left must not hang the proxy's cleanup.
 CLOSE_TIMEOUT_SECONDS = 5.0
 
@@ -345,11 +347,11 @@ class Upstream:
         stream = UpstreamStream(
             response, deadline, self._metrics, started, self._limits, held_whole=held_whole
         )
-        if response.has_redirect_location:  # 301, 302, 303, 307 or 308, with a Location
+        if _is_redirect(response.status_code):
             stream.failed(UpstreamFailure.STATUS)
             await stream.aclose()
             raise self._redirected(response)
-        if response.status_code < CLIENT_ERROR:  # a 304 answers a conditional request
+        if response.status_code < CLIENT_ERROR:
             return stream
         stream.failed(UpstreamFailure.STATUS)
         try:
@@ -366,7 +368,7 @@ class Upstream:
         the client told only that it came. Relayed, its `Location` would show the upstream's
         addresses, and a client that follows it would send its key there."""
         server = response.request.url.netloc
-        leads_to = response.next_request  # httpx's, built from `Location`, never sent
+        location = response.headers.get("location")
         if server not in self._redirecting:
             self._redirecting.add(server)
             logger.warning(
@@ -374,7 +376,7 @@ class Upstream:
                 " set the upstream's base URL to where it leads",
                 response.status_code,
                 shown_url(response.request.url),
-                "nowhere" if leads_to is None else shown_url(leads_to.url),
+                "nowhere" if location is None else shown_url(response.request.url.join(location)),
             )
         return ProxyError(
             502,
@@ -406,6 +408,13 @@ class Upstream:
         if url.netloc in self._failing:
             self._failing.discard(url.netloc)
             logger.info("upstream at %s answers again", shown_url(url))
+
+
+def _is_redirect(status: int) -> bool:
+    """Every 3xx but 304 (which answers a client's conditional request): not only httpx's
+    five with a Location. A 300 or 305 relayed would show where the upstream points, and a
+    chat answer read from one would be an empty 200."""
+    return MULTIPLE_CHOICES <= status < CLIENT_ERROR and status != NOT_MODIFIED
 
 
 async def _read_prefix(response: httpx.Response, limit: int) -> bytes:

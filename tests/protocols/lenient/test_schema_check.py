@@ -1,6 +1,7 @@
 """A call's arguments checked against its tool's schema: what the check holds every call to,
 what only a strict tool, what it never runs, and the schemas it cannot read."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -206,3 +207,40 @@ def test_a_required_property_that_cannot_be_null_is_still_missing() -> None:
     assert argument_problems({"cwd": None}, STRICT_COMMAND, strict=True) == [
         "'command' is a required property"
     ]
+
+
+def test_a_reference_outside_the_schema_is_noted_never_read(tmp_path: Path) -> None:
+    """A `file://` ref to a schema that would refuse the value: not read, the value passes."""
+    on_disk = tmp_path / "refusing.json"
+    on_disk.write_text('{"type": "integer"}')
+    elsewhere = {"type": "object", "properties": {"a": {"$ref": on_disk.as_uri()}}}
+    budget = CheckBudget()
+
+    assert argument_problems({"a": "x"}, elsewhere, strict=True, budget=budget) == []
+    assert budget.unknown_references == {on_disk.as_uri()}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/n"}}},
+        {
+            "$id": "https://tools.example/root",
+            "$defs": {"n": {"$id": "https://tools.example/n", "type": "integer"}},
+            "properties": {"a": {"$ref": "https://tools.example/n"}},
+        },
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "definitions": {"n": {"type": "integer"}},
+            "properties": {"a": {"$ref": "#/definitions/n"}},
+        },
+    ],
+    ids=["defs", "declared-id", "draft-7-definitions"],
+)
+def test_references_inside_the_schema_resolve(schema: dict[str, Any]) -> None:
+    budget = CheckBudget()
+
+    assert argument_problems({"a": "x"}, schema, budget=budget) == [
+        "a: 'x' is not of type 'integer'"
+    ]
+    assert budget.unknown_references == set()

@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 from observability import scrape
-from servers import Proxy, StartProxy, chat_body
+from servers import Proxy, StartProxy, chat_body, serve
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 from upstream_server import USAGE, Late, Reply, ScriptedUpstream, rendered_calls
 from waits import HUNG_AFTER_SECONDS
 
@@ -364,3 +368,38 @@ def test_a_forced_call_answered_with_prose_too_long_to_send_back_is_not_asked_ag
     assert (completion.content, completion.calls) == (prose, [("get_weather", {})])
     assert len(upstream.chat_requests) == 1
     assert scrape(proxy.http).value("toolcall_proxy_forced_call_retries_total") == 0
+
+
+def test_a_schema_reference_outside_the_request_is_never_fetched(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool, tmp_path: Path
+) -> None:
+    """A tool's `$ref` to a URL or a file: neither is read (jsonschema's default fetched the
+    URL from the proxy's network and read the file from its disk, and a repair sent what it
+    read upstream); the check treats the reference as permissive and the call goes out."""
+    fetched: list[str] = []
+
+    async def schema(request: Request) -> Response:
+        fetched.append(request.url.path)
+        return JSONResponse({"type": "integer"})
+
+    on_disk = tmp_path / "city.json"
+    on_disk.write_text('{"type": "integer", "description": "READ FROM THE PROXY HOST"}')
+    with serve(Starlette(routes=[Route("/{path:path}", schema)])) as schema_host:
+        referring = tool(
+            "get_weather",
+            {
+                "type": "object",
+                "properties": {
+                    "city": {"$ref": f"{schema_host}/city.json"},
+                    "unit": {"$ref": on_disk.as_uri()},
+                },
+            },
+        )
+        upstream.script(Reply(call({"city": "Paris", "unit": "celsius"})))
+
+        completion = proxy.chat(chat_body(referring, stream=stream))
+
+    assert completion.calls == [("get_weather", {"city": "Paris", "unit": "celsius"})]
+    assert fetched == []
+    assert len(upstream.chat_requests) == 1
+    assert (invalid(proxy, "sent"), asked_again(proxy)) == (0, 0)

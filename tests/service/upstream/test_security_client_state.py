@@ -57,13 +57,17 @@ def elsewhere() -> Iterator[tuple[ScriptedUpstream, str]]:
         yield other, url
 
 
-@pytest.fixture
-def redirecting_url(elsewhere: tuple[ScriptedUpstream, str]) -> Iterator[str]:
-    """An upstream that answers every request with a redirect to `elsewhere`."""
+@pytest.fixture(params=[300, 301, 305, 307, 308])
+def redirecting_url(
+    elsewhere: tuple[ScriptedUpstream, str], request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """An upstream that answers every request with a redirect to `elsewhere`: httpx's five
+    redirects and the 3xx statuses it does not take for one (300, 305)."""
     _other, other_url = elsewhere
+    status = request.param
 
     async def moved(request: Request) -> Response:
-        return RedirectResponse(other_url + request.url.path, status_code=307)
+        return RedirectResponse(other_url + request.url.path, status_code=status)
 
     app = Starlette(routes=[Route("/{path:path}", moved, methods=["GET", "POST"])])
     with serve(app) as url:
@@ -99,6 +103,21 @@ def test_a_redirect_is_a_502_and_never_followed_with_the_key(
     assert other_url not in answer.text and "location" not in answer.headers
     assert other.requests == []
     assert f"leading to {other_url}{path}" in caplog.text
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_3xx_without_a_location_is_no_empty_answer(start_proxy: StartProxy, stream: bool) -> None:
+    """An upstream's 300 holds no completion: read as one, it was an empty 200."""
+
+    async def choices(request: Request) -> Response:
+        return Response(status_code=300, content=b"{}", media_type="application/json")
+
+    with serve(Starlette(routes=[Route("/{path:path}", choices, methods=["POST"])])) as url:
+        proxy = start_proxy(upstream_base_url=url + "/v1")
+        answer = proxy.http.post("/v1/chat/completions", json=chat_body(stream=stream))
+
+    assert answer.status_code == 502, answer.text
+    assert answer.json()["error"]["code"] == "upstream_redirect"
 
 
 def test_a_not_modified_without_a_location_is_no_redirect(start_proxy: StartProxy) -> None:
