@@ -115,9 +115,9 @@ def _request_only(budget: CheckBudget) -> Registry[Any]:
 
     def refuse(uri: str) -> Resource[Any]:
         budget.unknown_references.add(uri)
-        raise NoSuchResource(ref=uri)
+        raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs' init, unseen by mypy
 
-    return Registry(retrieve=refuse)
+    return Registry(retrieve=refuse)  # type: ignore[call-arg]  # the same
 
 
 @functools.cache

@@ -15,7 +15,14 @@ from __future__ import annotations
 from enum import Enum, auto
 
 from ..parts import Part, ToolCall
-from .reading_context import MAX_LINE_CHARS, Fence, ReadingContext, Verdict, closings_only
+from .reading_context import (
+    MAX_LINE_CHARS,
+    Fence,
+    ReadingContext,
+    Verdict,
+    announces_action,
+    closings_only,
+)
 
 
 class Phase(Enum):
@@ -24,8 +31,10 @@ class Phase(Enum):
     FENCE = auto()  # in a fence, after a call: blank lines so far
     JSON = auto()  # in a fence opened after prose whose content began with `{` or `[`
     LINE = auto()  # after a call that followed prose on its line: blanks so far
+    NEXT_LINE = auto()  # that call ended its line, not its sentence: the next line's blanks
     AFTER = auto()  # after a fence of calls that followed prose: blanks so far
     AFTER_JSON = auto()  # after a fence of JSON: blanks so far
+    AFTER_LINE = auto()  # the line of prose after such a fence, so far
 
 
 class Outcome(Enum):
@@ -43,6 +52,7 @@ class CallHold:
 
     __slots__ = (
         "_after",
+        "_after_fence",
         "_between_sentences",
         "_context",
         "_fence",
@@ -64,8 +74,11 @@ class CallHold:
         self.tail = ""
         self._line_start = 0  # the record the current line begins at
         self._after = ""  # in LINE: what followed the last call on its line so far
-        # In LINE: the prose before the first call ended a sentence; one may begin after.
+        # In LINE: the prose before the first call ended a sentence, so its line break ends
+        # the call's too.
         self._between_sentences = context.sentence_ended
+        # In AFTER_LINE: what the fence is if the line announces the model's own action.
+        self._after_fence = Outcome.CALLS
 
     def has_calls(self) -> bool:
         return any(isinstance(record, ToolCall) for record in self.records)
@@ -81,6 +94,11 @@ class CallHold:
             return Outcome.WAIT
         if phase is Phase.LINE or phase is Phase.AFTER:
             return Outcome.CALLS  # another call where a line or a message begins
+        if phase is Phase.NEXT_LINE:
+            self._untake_line()
+            return Outcome.CALLS
+        if phase is Phase.AFTER_LINE:
+            return self._after_line_decided()
         return Outcome.TEXT  # the held text or fence is followed by a call: not calls alone
 
     def part(self, part: Part) -> None:
@@ -102,7 +120,7 @@ class CallHold:
                 if len(after) > MAX_LINE_CHARS or not closings_only(after.rstrip("\r")):
                     # Prose after the call: a new sentence, or the call was shown in one.
                     prose = after.lstrip(" \t")
-                    if not (self._between_sentences and prose[:1].isupper()):
+                    if prose == after or not prose[:1].isupper():
                         return taken, Outcome.TEXT
                     self._untake_line()  # the text after the calls starts the next sentence
                     return taken, Outcome.CALLS
@@ -110,7 +128,34 @@ class CallHold:
                 self._take(piece)
                 taken += len(piece)
                 if line_end != -1:
-                    return taken, Outcome.CALLS
+                    if self._between_sentences:
+                        return taken, Outcome.CALLS
+                    # The call ended its line, not its sentence: the next line may go on
+                    # with it ("write <call>\nand wait for the result").
+                    self._line_start = len(self.records)
+                    self._take("\n")
+                    taken += 1
+                    self.phase = Phase.NEXT_LINE
+                continue
+            if phase is Phase.NEXT_LINE:
+                rest = text[taken:]
+                run = len(rest) - len(rest.lstrip(" \t"))
+                if run:
+                    self._take(rest[:run])
+                    taken += run
+                    continue
+                if rest[0].islower():
+                    return taken, Outcome.TEXT  # the sentence goes on: the call was in it
+                self._untake_line()
+                return taken, Outcome.CALLS
+            if phase is Phase.AFTER_LINE:
+                rest = text[taken:]
+                line_end = rest.find("\n")
+                piece = rest if line_end == -1 else rest[:line_end]
+                self._take(piece)
+                taken += len(piece)
+                if line_end != -1 or self._after_line_chars() > MAX_LINE_CHARS:
+                    return taken, self._after_line_decided()
                 continue
             if phase in (Phase.AFTER, Phase.AFTER_JSON):
                 rest = text[taken:]
@@ -120,8 +165,14 @@ class CallHold:
                     taken += run
                 elif phase is Phase.AFTER and rest[0] in "`~" and self._context.at_line_start:
                     self.phase = Phase.OPENING  # another fence, perhaps of calls
+                elif phase is Phase.AFTER_JSON and self._fence is not None and self._fence.acting:
+                    return taken, Outcome.JSON  # "I will call the tool for both:" + the fence
                 else:
-                    return taken, Outcome.TEXT
+                    # Prose after the fence: an explanation (the fence was an example), or
+                    # the model saying what it does next ("When it comes back I'll...").
+                    self._after_fence = Outcome.JSON if phase is Phase.AFTER_JSON else Outcome.CALLS
+                    self._line_start = len(self.records)
+                    self.phase = Phase.AFTER_LINE
                 continue
             end = text.find("\n", taken)
             end = len(text) if end == -1 else end + 1
@@ -143,9 +194,23 @@ class CallHold:
             return Outcome.JSON if fence is None else Outcome.TEXT  # unclosed: no call
         if phase is Phase.AFTER_JSON:
             return Outcome.JSON
+        if phase is Phase.AFTER_LINE:
+            return self._after_line_decided()
         if phase is Phase.FENCE and fence is not None and not fence.pure:
             return Outcome.TEXT
         return Outcome.CALLS if self.has_calls() else Outcome.TEXT
+
+    def _after_line_chars(self) -> int:
+        return sum(len(str(record)) for record in self.records[self._line_start :])
+
+    def _after_line_decided(self) -> Outcome:
+        """The prose line after a fence of calls (or JSON) that followed prose, so far: the
+        fence holds the model's action if the line announces one."""
+        line = "".join(str(record) for record in self.records[self._line_start :])
+        if not announces_action(line):
+            return Outcome.TEXT
+        self._untake_line()
+        return self._after_fence
 
     def _untake_line(self) -> None:
         """What was taken of the current line after the calls is text after them (`tail`)."""
@@ -178,7 +243,7 @@ class CallHold:
                 and not fence.shown
                 and str(self.records[-1]).lstrip()[:1] in ("{", "[")
             ):
-                self.phase = Phase.JSON
+                self.phase, self._fence = Phase.JSON, fence
                 return Outcome.WAIT
             return Outcome.TEXT
         if phase is Phase.JSON:

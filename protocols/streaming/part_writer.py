@@ -154,12 +154,14 @@ class PartWriter:
             assert self.fenced_calls is not None  # only then is a fence of JSON held
             if self.fenced_calls(original):
                 self.context.called()
+                self._write_text(hold.tail)
                 return
         for record in hold.records:
             if isinstance(record, str):
                 self._write_text(record)
             elif isinstance(record, ToolCall):
                 self._write_text(record.original)
+        self._write_text(hold.tail)
 
     def _write_whole_call(self, part: Part) -> None:
         if self._incremental and isinstance(part, ToolCall):

@@ -34,18 +34,43 @@ MAX_LINE_CHARS = 256
 # Document elements left open deeper than this are not followed (the call stays text).
 MAX_OPEN_ELEMENTS = 32
 
-# Words that introduce an example rather than an action (English; models explain in it).
-_EXAMPLE = re.compile(
-    r"\b(?:for (?:example|instance)|e\.g\.|examples?|looks? like|like (?:this|so)"
-    r"|such as|syntax|sample)\b",
+# Phrases that present what follows as an example rather than an action (English; models
+# explain in it). Phrases, not nouns: "a sample config", "the example from the bug report",
+# "a syntax error" say nothing about the call that follows them.
+_PRESENTING = re.compile(
+    r"\bfor (?:example|instance)\b|\be\.g\.(?!\w)|\blooks? like\b|\blike (?:this|so)\b"
+    r"|\bsuch as\b|\b(?:syntax|format|template) (?:is|looks|would be)\b"
+    r"|\bexamples?(?: (?:calls?|usage|request))?\s*:"
+    r"|\b(?:here(?:'s| is| are)|as|see) (?:an |the |some )?examples?\b"
+    r"|^\W*examples?\W*$",
     re.IGNORECASE,
 )
-# Words with which the model announces its own action ("Let me read it:"): a fence after
-# them holds what it does, whatever it says next.
-_ACTING = re.compile(r"\b(?:I'll|I will|I'm going to|I am going to|let me|let's)\b", re.IGNORECASE)
+# Words with which the model announces its own action ("Let me read it:", "When it comes
+# back I'll summarise it"): a fence of calls beside them holds what it does. "Let me know"
+# asks the user, and ends explanations.
+_ACTING = re.compile(
+    r"\b(?:I'll|I will|I'm going to|I am going to|let's|let me(?! know))\b", re.IGNORECASE
+)
 # What comes before a call form on a line of quoted output: a Markdown quote, grep's
 # `43:`, `path:43:` or `43-`, a numbered listing's `  10\t` or `10 |`.
-_QUOTED = re.compile(r"\s*(?:(?:>[ \t]?)+|(?:[^\s:]+:)?\d+[:\-][ \t]?|\d+(?:\t| *[|│] ?))")
+_QUOTED = re.compile(
+    r"\s*(?:(?:>[ \t]?)+|(?:[^\s:]+:)?\d+[:\-][ \t]?|\d+(?:\t| *[|│] ?))"
+    # a diff's added or removed line: the mark, then the line as it was
+    r"|[+\-]"
+    # a log line: a timestamp or a level where it begins, whatever follows on it
+    r"|[ \t]*\[?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\d\d:\d\d:\d\d"
+    r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b).*"
+)
+# A speaker's label where a line begins (`Assistant: `): a transcript, once it follows
+# prose or another label. An answer that begins with one alone is the model's own turn.
+_SPEAKER = re.compile(
+    r"[ \t]*(?:\*\*)?(?:User|Assistant|System|Human|AI|Model|Tool|Bot|Agent)(?:\*\*)?"
+    r"[ \t]*:(?:\*\*)?[ \t]*"
+)
+# A hunk's header, which makes a diff of the lines after it (context lines begin with a
+# blank), and a line that goes on with one.
+_HUNK = re.compile(r"@@ [^@]* @@.*|diff --git .*|(?:---|\+\+\+) \S.*")
+_IN_HUNK = re.compile(r"[ +\-\\]")
 # A fence's opening line: the fence, then the language as models write it (one word).
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})([\w.+#-]*)[ \t]*")
 # A line so far that may still grow into one.
@@ -59,7 +84,7 @@ _TAGS = re.compile(r"\s*(?:<[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>\s*)+")
 _CLOSINGS = re.compile(r"[ \t]*(?:</[A-Za-z_][\w.:-]*[ \t]*>[ \t]*)*(?:<(?:/[\w.:-]*)?)?")
 # A line that is an element's opening tag alone, or its closing tag alone.
 _LONE_OPEN = re.compile(r"<([A-Za-z_][\w.:-]*)(?:\s[^<>]*)?(?<!/)>")
-_LONE_CLOSE = re.compile(r"</([A-Za-z_][\w.:-]*)\s*>")
+_CLOSE = re.compile(r"</([A-Za-z_][\w.:-]*)\s*>")
 # Elements models wrap their calls in (a shell, not a document), and HTML's void elements,
 # which never close.
 _WRAPPER_WORDS = re.compile(
@@ -83,6 +108,11 @@ _VOID = frozenset(
         "wbr",
     ]
 )
+
+
+def announces_action(text: str) -> bool:
+    """Whether `text` has the model announce its own action ("I'll", "let me" ...)."""
+    return _ACTING.search(text) is not None
 
 
 def closings_only(text: str) -> bool:
@@ -125,8 +155,10 @@ class ReadingContext:
     boundaries (`message_begins`), and gives the verdict on a call form (`verdict`)."""
 
     __slots__ = (
+        "_comment",
         "_elements",
         "_fence",
+        "_hunk",
         "_last_prose",
         "_line_chars",
         "_line_text",
@@ -146,6 +178,8 @@ class ReadingContext:
         self._prose = False  # non-blank text since the message began
         self._last_prose = ""  # the last line of it
         self._elements: list[str] = []  # document elements left open, outside fences
+        self._comment = False  # inside an HTML/XML comment (`<!--` not yet closed)
+        self._hunk = False  # on the lines of a diff's hunk
 
     @property
     def fence(self) -> Fence | None:
@@ -191,10 +225,10 @@ class ReadingContext:
 
     def verdict(self) -> Verdict:
         """The verdict on a call form that begins right after the text fed so far."""
-        if self._ticks:
-            return Verdict.TEXT
         line = self._line()
-        if self._line_text and _QUOTED.fullmatch(line):
+        if self._ticks or _comment_open_after(line, self._comment):
+            return Verdict.TEXT
+        if self._line_text and (_QUOTED.fullmatch(line) or (self._hunk and line == " ")):
             return Verdict.TEXT
         fence = self._fence
         if fence is not None:
@@ -203,9 +237,11 @@ class ReadingContext:
             return Verdict.HOLD_FENCE
         if self._elements:
             return Verdict.TEXT
+        if self._line_text and _SPEAKER.fullmatch(line) is not None:
+            return Verdict.TEXT if self._prose else Verdict.CALL
         prose_before = self._line_text and _TAGS.fullmatch(line) is None
         intro = line if prose_before else self._last_prose
-        if intro and _EXAMPLE.search(intro):
+        if intro and _PRESENTING.search(intro):
             return Verdict.TEXT
         return Verdict.HOLD_LINE if prose_before else Verdict.CALL
 
@@ -287,10 +323,16 @@ class ReadingContext:
             return
         if opening is not None:
             marker = opening.group(1)
-            shown = self._prose and bool(_EXAMPLE.search(self._last_prose))
+            shown = self._prose and bool(_PRESENTING.search(self._last_prose))
             self._fence = Fence(marker, self._prose, shown)
-            self._fence.acting = bool(_ACTING.search(self._last_prose))
+            self._fence.acting = announces_action(self._last_prose)
             return
+        if self._comment or "<!--" in line:
+            self._comment = _comment_open_after(line, self._comment)
+        if _HUNK.fullmatch(line):
+            self._hunk = True
+        elif self._hunk and _IN_HUNK.match(line) is None:
+            self._hunk = False
         stripped = line.strip()
         if stripped:
             self._prose, self._last_prose = True, line
@@ -307,6 +349,22 @@ class ReadingContext:
             ):
                 self._elements.append(name)
             return
-        closed = _LONE_CLOSE.fullmatch(line)
-        if closed is not None and closed.group(1) in self._elements:
-            del self._elements[self._elements.index(closed.group(1)) :]
+        if not self._elements or "</" not in line:
+            return
+        # Closed wherever its close tag stands: a line may go on after it.
+        for closed in _CLOSE.finditer(line):
+            if closed.group(1) in self._elements:
+                del self._elements[self._elements.index(closed.group(1)) :]
+
+
+def _comment_open_after(line: str, open_before: bool) -> bool:
+    """Whether an HTML/XML comment is open after `line`, given whether one was before it."""
+    if not open_before and "<!--" not in line:
+        return False
+    at, comment_open = 0, open_before
+    while True:
+        found = line.find("-->" if comment_open else "<!--", at)
+        if found == -1:
+            return comment_open
+        at = found + (3 if comment_open else 4)
+        comment_open = not comment_open

@@ -870,12 +870,12 @@ def test_a_long_unfinished_open_tag_costs_each_delta_its_own_length(
 def test_an_open_tag_inside_an_unfinished_attribute_waits_for_it() -> None:
     # Whole, the first tag is read first; streamed, the second completes first: the first,
     # still being written, decides. Here it never ends: at the output's end it is prose.
-    source = '<search query="<read_file><path>a.py</path></read_file>\nand more'
+    source = '<search query="<read_file><path>a.py</path></read_file>\nAnd more'
     whole = run(MORPH_XML, source)
     assert whole.call_values == [("read_file", {"path": "a.py"})]
-    assert whole.text == '<search query="\nand more'
+    assert whole.text == '<search query="\nAnd more'
     assert run(MORPH_XML, source, chunks=1).signature() == whole.signature()
     closed = source + '">\n</search>'
     assert run(MORPH_XML, closed, chunks=1).call_values == [
-        ("search", {"query": "<read_file><path>a.py</path></read_file>\nand more"})
+        ("search", {"query": "<read_file><path>a.py</path></read_file>\nAnd more"})
     ]
