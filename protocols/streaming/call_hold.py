@@ -12,6 +12,8 @@ their layout), or as text (each call as its original text)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum, auto
 
 from ..parts import Part, ToolCall
@@ -44,7 +46,17 @@ class Outcome(Enum):
     JSON = auto()  # the held text is a fence to be read as call objects
 
 
-Record = str | Part  # text written (by the loop or a scanner), or a call part
+@dataclass(frozen=True, slots=True)
+class HeldResult:
+    """A result block the model wrote right after a held call: dropped (`dropped` records
+    it) if the call is decided a call, its text if the call was shown (a transcript)."""
+
+    text: str
+    dropped: Callable[[], None]
+
+
+# Text written (by the loop or a scanner), a call part, or a result block after a call.
+Record = str | Part | HeldResult
 
 
 class CallHold:
@@ -101,7 +113,7 @@ class CallHold:
             return self._after_line_decided()
         return Outcome.TEXT  # the held text or fence is followed by a call: not calls alone
 
-    def part(self, part: Part) -> None:
+    def part(self, part: Part | HeldResult) -> None:
         self.records.append(part)
         self._line_start = len(self.records)
         self._after = ""

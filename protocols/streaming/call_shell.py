@@ -7,7 +7,9 @@ the calls are taken out, the shell holds nothing, and a client would show it as 
 `CallShell` follows the text outside text blocks (where the writer holds layout): what may
 still be layout or a shell is held, and released as text as soon as it cannot be. A shell is
 recognised only where a text block would begin (at the start of the output or right after a
-call, modulo whitespace), so a fence after prose stays with it, its closing too."""
+call, modulo whitespace), so a fence after prose stays with it, its closing too. A wrapper
+tag is a shell only before the first call: models wrap all their calls in one, and a tag
+between two calls (`<tool_callx>`, a lookalike) is text, not the opening of a second."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class CallShell:
     `before_call` what to release before a call (a shell's opening is dropped); `finish`
     and `flush` what to release at the end of the output and before a think marker."""
 
-    __slots__ = ("_closing", "_held", "_line", "_line_start", "_matched", "_phase")
+    __slots__ = ("_called", "_closing", "_held", "_line", "_line_start", "_matched", "_phase")
 
     def __init__(self) -> None:
         self._held: list[str] = []  # what was fed and is neither released nor dropped
@@ -50,6 +52,7 @@ class CallShell:
         self._line = ""  # the opening line so far
         self._closing: str | None = None  # the open shell's closing, after its calls
         self._matched = 0  # how much of the closing was written
+        self._called = False  # a call came: no wrapper tag opens a shell any more
 
     def feed(self, text: str) -> str | None:
         if self._phase is _Phase.LAYOUT and self._closing is None and not self._held:
@@ -108,8 +111,8 @@ class CallShell:
     def before_call(self) -> str:
         """What is held before a call: dropped if it is layout, a shell's whole opening or a
         closing (then released as ""), else released as text."""
-        phase = self._phase
-        self._line_start = True
+        phase, called = self._phase, self._called
+        self._line_start, self._called = True, True
         if phase is _Phase.LAYOUT and not self._held:  # a call right after text or a call
             return ""
         closing = None
@@ -117,6 +120,8 @@ class CallShell:
             opening = _OPENING.fullmatch(self._line)
             assert opening is not None  # a whole opening line was seen
             tag = opening.group(1)
+            if tag is not None and called:
+                return self.flush()
             closing = _FENCE if tag is None else f"</{tag}>"
             self._drop()
         elif phase is _Phase.LAYOUT:

@@ -86,11 +86,15 @@ class InventedResult(CallScanner):
             self._ctx.out.text(self._blanks + self._opening)
             return body + self._closing + rest
         original = self._opening + body + self._closing
-        self._ctx.error(
-            ErrorKind.INVENTED_RESULT,
-            "the model wrote a result for its own call: dropped, the agent sends the real one",
-            original,
-        )
+
+        def dropped() -> None:
+            self._ctx.error(
+                ErrorKind.INVENTED_RESULT,
+                "the model wrote a result for its own call: dropped, the agent sends the real one",
+                original,
+            )
+
+        self._ctx.out.invented_result(self._blanks + original, dropped)
         return rest
 
     def finish(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..parts import Part, TextDelta, TextEnd, TextStart, ToolCall, ToolCallDelta, ToolCallStart
-from .call_hold import CallHold, Outcome, Phase
+from .call_hold import CallHold, HeldResult, Outcome, Phase
 from .call_shell import CallShell
 from .reading_context import ReadingContext, Verdict
 
@@ -116,6 +116,17 @@ class PartWriter:
             return
         self._write_call_part(part)
 
+    def invented_result(self, text: str, dropped: Callable[[], None]) -> None:
+        """A result block the model wrote right after its call: dropped (`dropped` records
+        it) once that call is a call. After a held call it waits for the hold's verdict,
+        and is read as the text it is (a fence holding a call and its result is a
+        transcript)."""
+        if self._hold is None:
+            dropped()
+            return
+        self.context.feed(text)
+        self._hold.part(HeldResult(text, dropped))
+
     def whole_call(self, call: ToolCall) -> None:
         """A call decided whole, none of it sent yet: in `incremental` mode it is sent as a
         start, one fragment and the call."""
@@ -145,7 +156,9 @@ class PartWriter:
         if outcome is Outcome.CALLS:
             self.context.called()
             for record in hold.records:
-                if not isinstance(record, str):
+                if isinstance(record, HeldResult):
+                    record.dropped()
+                elif not isinstance(record, str):
                     self._write_whole_call(record)
             self._write_text(hold.tail)
             return
@@ -161,6 +174,8 @@ class PartWriter:
                 self._write_text(record)
             elif isinstance(record, ToolCall):
                 self._write_text(record.original)
+            elif isinstance(record, HeldResult):
+                self._write_text(record.text)
         self._write_text(hold.tail)
 
     def _write_whole_call(self, part: Part) -> None:
