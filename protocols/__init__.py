@@ -45,6 +45,7 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
+from .quoted_lines import QuotedLines
 from .streaming.commit_policy import new_call_id
 from .streaming.dialect_forms import DIALECT_MODULES
 
@@ -63,6 +64,7 @@ __all__ = [
     "ParserOptions",
     "Part",
     "Protocol",
+    "QuotedLines",
     "RelaxedParseBudget",
     "Segment",
     "StreamParser",

@@ -22,6 +22,7 @@ from .parts import (
     ToolCallUnfinished,
     ToolSpec,
 )
+from .quoted_lines import NO_QUOTED_LINES, QuotedLines
 from .registry import Registered
 
 
@@ -58,6 +59,8 @@ class ParserOptions:
     small_call_chars: int = SMALL_CALL_CHARS
     # A whole answer that is only call objects, off the protocol's format, read as calls.
     off_protocol_calls: bool = True
+    # The lines of the request's tool results: a call form on one of them is quoted.
+    quoted_lines: QuotedLines = NO_QUOTED_LINES
 
 
 DEFAULT_PARSER_OPTIONS = ParserOptions()

@@ -69,13 +69,16 @@ class CallHold:
         "_context",
         "_fence",
         "_line_start",
+        "_quoted_from",
         "_read_json",
         "phase",
         "records",
         "tail",
     )
 
-    def __init__(self, context: ReadingContext, phase: Phase, *, read_json: bool) -> None:
+    def __init__(
+        self, context: ReadingContext, phase: Phase, *, read_json: bool, opening: str = ""
+    ) -> None:
         self._context = context
         self._read_json = read_json  # a fence of JSON after prose may hold calls
         self._fence: Fence | None = context.fence  # the fence the held calls are in
@@ -88,7 +91,12 @@ class CallHold:
         self._after = ""  # in LINE: what followed the last call on its line so far
         # In LINE: the prose before the first call ended a sentence, so its line break ends
         # the call's too.
-        self._between_sentences = context.sentence_ended
+        self._between_sentences = context.sentence_ended or not context.line_has_text
+        # In LINE: the line before the first call, when the line may be one the model read
+        # in a tool result (then it is quoted, not a call).
+        before = context.line_so_far()
+        quoted = phase is Phase.LINE and context.quoted_lines.may_quote(before, opening)
+        self._quoted_from = before if quoted else None
         # In AFTER_LINE: what the fence is if the line announces the model's own action.
         self._after_fence = Outcome.CALLS
 
@@ -141,7 +149,7 @@ class CallHold:
                 taken += len(piece)
                 if line_end != -1:
                     if self._between_sentences:
-                        return taken, Outcome.CALLS
+                        return taken, self._line_calls()
                     # The call ended its line, not its sentence: the next line may go on
                     # with it ("write <call>\nand wait for the result").
                     self._line_start = len(self.records)
@@ -159,7 +167,7 @@ class CallHold:
                 if rest[0].islower():
                     return taken, Outcome.TEXT  # the sentence goes on: the call was in it
                 self._untake_line()
-                return taken, Outcome.CALLS
+                return taken, self._line_calls()
             if phase is Phase.AFTER_LINE:
                 rest = text[taken:]
                 line_end = rest.find("\n")
@@ -208,9 +216,24 @@ class CallHold:
             return Outcome.JSON
         if phase is Phase.AFTER_LINE:
             return self._after_line_decided()
+        if phase in (Phase.LINE, Phase.NEXT_LINE):
+            return self._line_calls()
         if phase is Phase.FENCE and fence is not None and not fence.pure:
             return Outcome.TEXT
         return Outcome.CALLS if self.has_calls() else Outcome.TEXT
+
+    def _line_calls(self) -> Outcome:
+        """The line of the held calls ended: they are calls, unless the line is one the
+        model read in a tool result."""
+        if self._quoted_from is None:
+            return Outcome.CALLS
+        written = "".join(
+            record if isinstance(record, str) else record.original
+            for record in self.records
+            if isinstance(record, str | ToolCall)
+        )
+        line = self._quoted_from + written.partition("\n")[0]
+        return Outcome.TEXT if self._context.quoted_lines.quotes(line) else Outcome.CALLS
 
     def _after_line_chars(self) -> int:
         return sum(len(str(record)) for record in self.records[self._line_start :])

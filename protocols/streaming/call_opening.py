@@ -52,7 +52,7 @@ class CallOpening:
             self._ctx.error(ErrorKind.PARSE_BUDGET, f"{error}: the rest is text", text[start:end])
             self.budget_spent = True
             return None, text[start:]
-        verdict = out.begin_call()
+        verdict = out.begin_call(text[start:end])
         held = verdict is not Verdict.CALL
         scanner = None
         if verdict is Verdict.TEXT:  # shown, not written to act: its open tag is text

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..parts import Part, TextDelta, TextEnd, TextStart, ToolCall, ToolCallDelta, ToolCallStart
+from ..quoted_lines import NO_QUOTED_LINES, QuotedLines
 from .call_hold import CallHold, HeldResult, Outcome, Phase
 from .call_shell import CallShell
 from .reading_context import ReadingContext, Verdict
@@ -44,7 +45,9 @@ class PartWriter:
         "fenced_calls",
     )
 
-    def __init__(self, *, incremental: bool = False) -> None:
+    def __init__(
+        self, *, incremental: bool = False, quoted_lines: QuotedLines = NO_QUOTED_LINES
+    ) -> None:
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
@@ -56,15 +59,15 @@ class PartWriter:
         self._run: list[str] = []
         self._run_of: TextDelta | ToolCallDelta | None = None  # the run's first part
         self._incremental = incremental
-        self.context = ReadingContext()
+        self.context = ReadingContext(quoted_lines)
         self._hold: CallHold | None = None
         self.fenced_calls: FencedCalls | None = None
 
-    def begin_call(self) -> Verdict:
-        """A call form begins after the text written so far: its verdict. TEXT: its open
-        tag is to be written as text; HOLD_*: the call is to be read whole (atomic) and
-        handed to `call_part`, which holds it until it is decided."""
-        verdict = self.context.verdict()
+    def begin_call(self, opening: str) -> Verdict:
+        """A call form begins after the text written so far with `opening`, its open tag:
+        its verdict. TEXT: its open tag is to be written as text; HOLD_*: the call is to be
+        read whole (atomic) and handed to `call_part`, which holds it until it is decided."""
+        verdict = self.context.verdict(opening)
         hold = self._hold
         if hold is not None:
             outcome = hold.call(verdict)
@@ -75,7 +78,7 @@ class PartWriter:
             self.context.called()
         elif verdict is not Verdict.TEXT:
             phase = Phase.LINE if verdict is Verdict.HOLD_LINE else Phase.FENCE
-            self._hold = CallHold(self.context, phase, read_json=False)
+            self._hold = CallHold(self.context, phase, read_json=False, opening=opening)
         return verdict
 
     def text(self, text: str) -> None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from enum import Enum, auto
 
+from ..quoted_lines import NO_QUOTED_LINES, QuotedLines
+
 # The end of a line that matters: the prose before a call form and a quoted line's prefix
 # lie in it, a fence line is shorter. A longer line keeps its tail.
 MAX_LINE_CHARS = 256
@@ -165,9 +167,11 @@ class ReadingContext:
         "_pieces",
         "_prose",
         "_ticks",
+        "quoted_lines",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, quoted_lines: QuotedLines = NO_QUOTED_LINES) -> None:
+        self.quoted_lines = quoted_lines  # the lines of the request's tool results
         # The current line so far, in pieces (joined, and cut to its last MAX_LINE_CHARS
         # characters, when it is read: a stream fed a character at a time copies nothing).
         self._pieces: list[str] = []
@@ -188,6 +192,10 @@ class ReadingContext:
     @property
     def line_has_text(self) -> bool:
         return self._line_text
+
+    def line_so_far(self) -> str:
+        """The current line so far (its last MAX_LINE_CHARS characters)."""
+        return self._line()
 
     @property
     def after_prose(self) -> bool:
@@ -223,8 +231,9 @@ class ReadingContext:
         found = _FENCE_AFTER_BREAK.search(text)
         return -1 if found is None else found.start() + 1
 
-    def verdict(self) -> Verdict:
-        """The verdict on a call form that begins right after the text fed so far."""
+    def verdict(self, opening: str) -> Verdict:
+        """The verdict on a call form that begins right after the text fed so far, with
+        `opening` (its open tag)."""
         line = self._line()
         if self._ticks or _comment_open_after(line, self._comment):
             return Verdict.TEXT
@@ -243,7 +252,9 @@ class ReadingContext:
         intro = line if prose_before else self._last_prose
         if intro and _PRESENTING.search(intro):
             return Verdict.TEXT
-        return Verdict.HOLD_LINE if prose_before else Verdict.CALL
+        if prose_before or self.quoted_lines.may_quote(line, opening):
+            return Verdict.HOLD_LINE  # held until its line shows whether it is one read
+        return Verdict.CALL
 
     def called(self) -> None:
         """A call was made: a message may begin after it."""

@@ -98,7 +98,10 @@ class TagStreamParser(StreamParser):
         """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
         the text are held back by the loop itself (see `_partial_open_start`)."""
         self._ctx = CallContext(
-            out=PartWriter(incremental=options.mode is ArgumentsMode.INCREMENTAL),
+            out=PartWriter(
+                incremental=options.mode is ArgumentsMode.INCREMENTAL,
+                quoted_lines=options.quoted_lines,
+            ),
             tools=DeclaredTools(tools),
             on_error=on_error or _ignore_error,
             mode=options.mode,

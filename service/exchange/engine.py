@@ -10,7 +10,7 @@ while the time left is at least what the last one took."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +18,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 
-from protocols import CheckBudget, ForcedReply, Part, Protocol, ToolSpec
+from protocols import CheckBudget, ForcedReply, Part, Protocol, QuotedLines, ToolSpec
 
 from ..context import ProxyContext
 from ..observability import (
@@ -139,7 +139,7 @@ class ChatExchange:
         tools = () if chat.choice is ChoiceMode.NONE else chat.tools
         observer, trace = self._observers(tools)
         parsing = OutputParsing.configured(
-            self._context.parser_options,
+            replace(self._context.parser_options, quoted_lines=QuotedLines.of(chat.tool_results)),
             self.protocol,
             tools,
             think_as_reasoning=settings.think_as_reasoning,

@@ -49,6 +49,16 @@ class ChatRequest:
         return messages
 
     @property
+    def tool_results(self) -> list[str]:
+        """The text of every tool result in the history, as the model reads it."""
+        return [
+            text
+            for message in self.messages
+            if message.get("role") == "tool"
+            for text in _texts(message.get("content"))
+        ]
+
+    @property
     def stream(self) -> bool:
         return self.body.get("stream") is True
 
@@ -56,6 +66,19 @@ class ChatRequest:
     def include_usage(self) -> bool:
         options = self.body.get("stream_options")
         return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def _texts(content: Any) -> list[str]:
+    """A message content's text: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+    return []
 
 
 def invalid(message: str, param: str | None, code: str = "invalid_value") -> ProxyError:

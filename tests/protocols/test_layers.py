@@ -14,7 +14,7 @@ PROTOCOLS = Layers(
     Path(__file__).resolve().parents[2] / "protocols",
     # Lowest first. Parts on one row are independent of each other.
     [
-        ("parts", "registry"),
+        ("parts", "registry", "quoted_lines"),
         ("lenient",),
         ("base",),
         ("streaming",),

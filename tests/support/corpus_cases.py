@@ -7,8 +7,9 @@ header, then the output verbatim up to the next case (its last line break is not
     the model's output...
 
 Every header but `case` holds JSON. `calls` (name and arguments of every complete call, in
-order) is required; `errors` (parse error kinds) and `text` are checked when given; a
-corpus may add headers of its own. `calls@json-mix:` (and the like for the other headers)
+order) is required; `errors` (parse error kinds) and `text` are checked when given;
+`tool_results` (strings) are what the request's tool results said; a corpus may add
+headers of its own. `calls@json-mix:` (and the like for the other headers)
 overrides one for one protocol.
 
 `check_alike` runs a case through a protocol's parser in both argument modes and four
@@ -81,8 +82,9 @@ def check_alike(case: Case, protocol: str, tools: Sequence[ToolSpec] = TOOLS) ->
     calls = [tuple(call) for call in case.expects("calls", protocol)]
     signatures = []
     whole: Result | None = None
+    read = case.expected.get("tool_results", [])
     for mode in MODES:
-        whole = run(protocol, case.output, mode=mode, tools=tools)
+        whole = run(protocol, case.output, mode=mode, tools=tools, tool_results=read)
         check_contract(whole)
         assert whole.call_values == calls, (mode, whole.text)
         if case.expects("errors", protocol) is not None:
@@ -91,7 +93,9 @@ def check_alike(case: Case, protocol: str, tools: Sequence[ToolSpec] = TOOLS) ->
             assert whole.text == case.expects("text", protocol), mode
         signatures.append(whole.signature())
         for chunks in chunkings(case, protocol):
-            chunked = run(protocol, case.output, chunks=chunks, mode=mode, tools=tools)
+            chunked = run(
+                protocol, case.output, chunks=chunks, mode=mode, tools=tools, tool_results=read
+            )
             check_contract(chunked)
             assert chunked.signature() == whole.signature(), (mode, chunks)
     assert signatures[0] == signatures[1]  # incremental and atomic: the same calls and text

@@ -26,6 +26,7 @@ from protocols import (
     ParserOptions,
     Part,
     Protocol,
+    QuotedLines,
     TextDelta,
     TextEnd,
     TextStart,
@@ -207,15 +208,18 @@ def run(
     unknown_tools: UnknownTools = UnknownTools.CALL,
     small_call_chars: int = SMALL_CALL_CHARS,
     relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
+    tool_results: Sequence[str] = (),
 ) -> Result:
     """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish.
-    `small_call_chars=0` streams every call at once (as a large one streams)."""
+    `small_call_chars=0` streams every call at once (as a large one streams);
+    `tool_results`: what the request's tool results said."""
     errors: list[ParseError] = []
     options = ParserOptions(
         mode=mode,
         unknown_tools=unknown_tools,
         small_call_chars=small_call_chars,
         relaxed_parse_budget_chars=relaxed_parse_budget_chars,
+        quoted_lines=QuotedLines.of(tool_results),
     )
     parser = protocol_of(protocol).stream_parser(tools, options=options, on_error=errors.append)
     batches = [parser.feed(piece) for piece in split(text, chunks)]
