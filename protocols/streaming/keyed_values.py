@@ -141,10 +141,12 @@ class KeyedValuesCall(CallScanner):
                     safe = unfinished_tag_start(
                         text, len(text) - position, grammar.body_head, grammar.tags_in_head
                     )
+                    self._between_parameters(text[position:safe])
                     self._consumed.append(text[position:safe])
                     self._held = text[safe:]
                     return None
                 tag = found.group()
+                self._between_parameters(text[position : found.start()])
                 if tag in grammar.call_starts:
                     self._consumed.append(text[position : found.start()])
                     self._complete()
@@ -197,6 +199,13 @@ class KeyedValuesCall(CallScanner):
             self._complete()
         else:
             self._ctx.cut_off_call(self._sender.call, original + self._held)
+
+    def _between_parameters(self, text: str) -> None:
+        """Only layout stands between parameters: other text there is arguments the call
+        cannot read (`<function=f>garbage</function>` is no call with `{}`)."""
+        if not self._problem and text and not text.isspace():
+            self._problem = "text between the parameters is no parameter"
+            self._sender.stop()
 
     def _begin_value(self, key: str) -> None:
         self._state, self._key, self._value = _State.VALUE, key, []
