@@ -1,24 +1,29 @@
 """Where a call form stands in the answer, as a careful reader sees it: the precision rule.
 
 A call is an action an agent executes, so a call form counts only where the model wrote it
-to act. `ReadingContext` follows the answer's text outside calls (lines, code fences,
-inline code, the prose since the message began, elements of a document left open) and
+to act. `ReadingContext` follows the answer's structure outside calls (lines, code fences,
+inline code, comments, diff hunks, the prose since the message began, elements of a
+document left open) and the request it answers (the lines its tool results hold), and
 gives the verdict on a call form about to be read:
 
-- TEXT: it is shown, not written to act: inside inline code; on a line of quoted output
-  (`> `, `43:`, `src/a.py:43:`, a numbered listing); inside a document element left open
-  (`<config>` on a line of its own, outside any fence); in a fence that already holds
-  anything but calls; or introduced as an example ("for example", "looks like", "such as"
-  ... on its line before it, or on the prose line before its line or its fence).
+- TEXT: it is shown, not written to act: inside inline code or a comment; on a line of
+  quoted material, by its marker (`> `, `43:`, `src/a.py:43:`, a numbered listing, a log
+  line's timestamp or level, a diff's `+`/`-`, a transcript's speaker label after prose);
+  inside a document element left open (`<config>` on a line of its own, outside any fence);
+  in a fence that already holds anything but calls; or presented as an example ("for
+  example", "e.g.", "looks like", "the syntax is" ... on its line before it, or on the
+  prose line before its line or its fence).
 - CALL: where a message would begin (the start, after a call or a think block), or at the
   start of a line after prose.
 - HOLD_LINE: after prose on its own line ("Sure! <tool_call>..."): a call, unless the
-  sentence goes on after it ("write <tool_call>...</tool_call> and the server runs it"):
-  a call ends its line, or stands between two sentences ("Let me check. <call> Done.").
+  sentence goes on after it, on its line or the next ("write <tool_call>...</tool_call>
+  and the server runs it"); or where its line may be one read in a tool result, until the
+  line shows whether it is.
 - HOLD_FENCE: first in a fence: a call if the fence holds only calls and, when prose came
   before the fence, nothing but calls follows it (a fence between explanations is an
-  example; a fence that ends the answer is the answer), unless that prose announced the
-  model's own action ("Let me read it:", "I'll search:").
+  example; a fence that ends the answer is the answer), unless the prose before it or the
+  line after it announces the model's own action ("Let me read it:", "When it comes back
+  I'll summarise it").
 
 Held calls are decided by the part writer (`call_hold`), from the same context. Every
 verdict depends only on the text before the form, so any chunking gives the same."""
