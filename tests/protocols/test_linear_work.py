@@ -22,6 +22,7 @@ from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
 from protocols import get_protocol
+from protocols.streaming.tag_loop import THINK_TAGS
 
 PROTOCOLS = str(Path(protocols.__file__).parent)
 # The functions a text is handed to whole, each under the parameter name `text`.
@@ -54,7 +55,17 @@ def _floods() -> Iterator[tuple[str, str, str]]:
                 yield f"{case.group}-{len(seen)}", unit, before
 
 
-FLOODS = list(_floods())
+def _think_floods() -> Iterator[tuple[str, str, str]]:
+    """(id, the text repeated, what comes before it) for each think tag pair: openings, a
+    block closed and opened again, and call openings inside a block left open."""
+    for at, (opening, closing) in enumerate(THINK_TAGS.items()):
+        yield f"think-{at}-opening", opening, ""
+        yield f"think-{at}-closed-and-opened", closing + opening + "x", ""
+        yield f"think-{at}-call-openings-inside", "<tool_call>{", opening
+        yield f"think-{at}-opening-and-call-opening", opening + "<tool_call>{", ""
+
+
+FLOODS = [*_floods(), *_think_floods()]
 
 
 def text_work(protocol: str, text: str, step: int) -> int:
