@@ -78,6 +78,7 @@ _SPEAKER = re.compile(
 # blank), and a line that goes on with one.
 _HUNK = re.compile(r"@@ [^@]* @@.*|diff --git .*|(?:---|\+\+\+) \S.*")
 _IN_HUNK = re.compile(r"[ +\-\\]")
+_HUNK_FIRST = frozenset("@d-+")
 # A fence's opening line: the fence, then the language as models write it (one word).
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})([\w.+#-]*)[ \t]*")
 # A line so far that may still grow into one.
@@ -345,7 +346,7 @@ class ReadingContext:
             return
         if self._comment or "<!--" in line:
             self._comment = _comment_open_after(line, self._comment)
-        if _HUNK.fullmatch(line):
+        if line[:1] in _HUNK_FIRST and _HUNK.fullmatch(line):
             self._hunk = True
         elif self._hunk and _IN_HUNK.match(line) is None:
             self._hunk = False
