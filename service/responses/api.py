@@ -43,15 +43,22 @@ async def count_input_tokens(
     """`POST /v1/responses/input_tokens`: the estimate for the prompt the upstream would be
     sent for the same body to `POST /v1/responses`, the earlier responses it names included
     (see the engine's `tokens.py`); the upstream is asked nothing."""
-    asked = await responses_request(request, context, store, owner)
+    asked = await responses_request(request, context, store, owner, needs_model=False)
     tokens = estimated_prompt_tokens(ChatExchange(request, context, asked.chat).upstream_body)
     return json_response({"object": "response.input_tokens", "input_tokens": tokens})
 
 
 async def responses_request(
-    request: Request, context: ProxyContext, store: ResponseStore, owner: str
+    request: Request,
+    context: ProxyContext,
+    store: ResponseStore,
+    owner: str,
+    *,
+    needs_model: bool = True,
 ) -> ResponsesRequest:
-    """The client's body read and checked, what it names found among `owner`'s responses."""
+    """The client's body read and checked, what it names found among `owner`'s responses;
+    it must name its model unless `needs_model` is false."""
     limit = context.settings.max_request_bytes
     raw = await read_limited(request, limit)
-    return await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)
+    hosted = context.settings.hosted_tools
+    return await parse_responses_request(raw, store, owner, limit, hosted, needs_model=needs_model)

@@ -17,7 +17,15 @@ from .summary import COMPACTION, checked_compaction, summary_message
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools, responses_tools
 
 # Fields copied to the chat body under the same name.
-SHARED_FIELDS = ("model", "temperature", "top_p", "parallel_tool_calls", "user")
+SHARED_FIELDS = (
+    "model",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "parallel_tool_calls",
+    "user",
+)
 MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
 # Chat templates of text-only models know "system"; "developer" is the Responses name for it.
 CHAT_ROLE = {"developer": "system"}
@@ -68,15 +76,20 @@ async def parse_responses_request(
     owner: str,
     max_bytes: int,
     hosted_tools: HostedTools = HostedTools.DROP,
+    *,
+    needs_model: bool = True,
 ) -> ResponsesRequest:
     """Decode and check a `POST /v1/responses` body, resolving what it names from `owner`'s
-    entries in `store`; the request with what it names must stay within `max_bytes`.
+    entries in `store`; the request with what it names must stay within `max_bytes`. The
+    body must name its `model` unless `needs_model` is false (counting input tokens).
 
     >>> asked = await parse_responses_request(b'{"model": "m", "input": "hi"}', store, owner, 99)
     >>> asked.chat.messages
     [{'role': 'user', 'content': 'hi'}]
     """
     body = decoded_body(raw)
+    if needs_model:
+        _check_model(body.get("model"))
     previous = _previous_id(body.get("previous_response_id"))
     given = _input_items(body.get("input"))
     named = [item["id"] for item in given if _is_reference(item)]
@@ -113,6 +126,15 @@ async def parse_responses_request(
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}  # the response reports usage
     return ResponsesRequest(body, inputs, referenced, checked_chat_request(chat), tools)
+
+
+def _check_model(model: Any) -> None:
+    """A 400 unless `model` names one: the API requires it (and a route is picked by it),
+    with OpenAI's code for a parameter left out."""
+    if model is None:
+        raise invalid("missing required parameter: 'model'", "model", "missing_required_parameter")
+    if not isinstance(model, str) or not model:
+        raise invalid("'model' must be a model's name", "model")
 
 
 def _previous_id(previous: Any) -> str | None:
