@@ -12,6 +12,7 @@ from starlette.responses import Response
 from ..context import ProxyContext
 from ..exchange import ChatExchange, estimated_prompt_tokens, respond
 from ..wire import json_response, read_limited
+from .connection import connection_memory
 from .events import ResponseWriter
 from .request import ResponsesRequest, parse_responses_request
 from .retrieval import identified
@@ -30,9 +31,14 @@ async def create_response(
         asked.body, model=exchange.model_name(), stream=asked.chat.stream, tools=asked.tools
     )
 
+    memory = connection_memory(request)
+
     async def stored() -> None:
+        inputs = identified(asked.inputs)
+        if memory is not None:  # a WebSocket turn: the connection's latest, stored or not
+            memory.keep(owner, writer.whole(), inputs)
         if asked.store:
-            await store.put(owner, writer.whole(), identified(asked.inputs), asked.referenced)
+            await store.put(owner, writer.whole(), inputs, asked.referenced)
 
     return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)
 
@@ -56,9 +62,13 @@ async def responses_request(
     *,
     needs_model: bool = True,
 ) -> ResponsesRequest:
-    """The client's body read and checked, what it names found among `owner`'s responses;
-    it must name its model unless `needs_model` is false."""
+    """The client's body read and checked, what it names found among `owner`'s responses
+    (and its WebSocket connection's latest); it must name its model unless `needs_model` is
+    false."""
     limit = context.settings.max_request_bytes
     raw = await read_limited(request, limit)
     hosted = context.settings.hosted_tools
-    return await parse_responses_request(raw, store, owner, limit, hosted, needs_model=needs_model)
+    memory = connection_memory(request)  # the turn's connection's, on a WebSocket
+    return await parse_responses_request(
+        raw, store, owner, limit, hosted, needs_model=needs_model, memory=memory
+    )
