@@ -153,7 +153,8 @@ class _Turn:
         self._closed = closed
         self._status = 0
         self._pending: list[bytes] = []  # the stream's bytes since the last whole event
-        self.failed = False  # an error answer, or a response that failed
+        self._refused = False  # answered with an error status, not an event stream
+        self.failed = False  # refused, or its response failed
 
     async def receive(self) -> Message:
         if self._body is not None:
@@ -165,14 +166,14 @@ class _Turn:
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self._status = message["status"]
-            self.failed = self._status != 200
+            self._refused = self.failed = self._status != 200
         elif message["type"] == "http.response.body":
             await self._body_sent(message.get("body", b""), message.get("more_body", False))
 
     async def _body_sent(self, body: bytes, more: bool) -> None:
         """Each whole event sent as a frame; an error answer, once whole, as one."""
         tail = self._pending[-1][-1:] if self._pending else b""
-        if self.failed:
+        if self._refused:
             self._pending.append(body)
             if not more:
                 await self._send_error(b"".join(self._pending))
