@@ -10,13 +10,27 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..context import ProxyContext
-from ..exchange import ChatExchange, estimated_prompt_tokens, respond
+from ..exchange import (
+    Answer,
+    AnswerEnd,
+    AnswerStart,
+    ChatExchange,
+    ChoiceEnd,
+    ChoiceStart,
+    Event,
+    estimated_prompt_tokens,
+    respond,
+)
 from ..wire import json_response, read_limited
 from .connection import connection_memory
 from .events import ResponseWriter
 from .request import ResponsesRequest, parse_responses_request
 from .retrieval import identified
 from .store import ResponseStore
+
+# The engine's events for an answer that generates nothing: a choice that stops at once.
+NOTHING_USED = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+WARM_UP: list[Event] = [AnswerStart({}), ChoiceStart(), ChoiceEnd("stop"), AnswerEnd(NOTHING_USED)]
 
 
 async def create_response(
@@ -40,7 +54,11 @@ async def create_response(
         if asked.store:
             await store.put(owner, writer.whole(), inputs, asked.referenced)
 
-    return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)
+    # A warm-up (`generate: false`, which Codex sends first on a WebSocket) asks nothing:
+    # its response holds no output, and a later turn continues from it.
+    warm_up = asked.body.get("generate") is False
+    answer = Answer(WARM_UP, stream=asked.chat.stream) if warm_up else await exchange.answered()
+    return await respond(answer, writer, context.settings, on_finished=stored)
 
 
 async def count_input_tokens(

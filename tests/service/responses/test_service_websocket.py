@@ -232,3 +232,23 @@ def test_over_http_an_output_that_answers_no_call_is_a_400(
     assert answer.status_code == 400
     assert answer.json()["error"]["param"] == "input[0]"
     assert upstream.chat_requests == []
+
+
+def test_a_warm_up_asks_nothing_and_the_next_turn_continues_from_it(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Reply("Hello."))
+
+    with connected(proxy) as connection:
+        warm = completed(
+            connection.turn(store=False, generate=False, instructions="Be brief.", input="Hi")
+        )
+        turn = completed(
+            connection.turn(store=False, previous_response_id=warm["id"], input="Still there?")
+        )
+
+    assert warm["output"] == [] and warm["usage"]["total_tokens"] == 0
+    [asked] = upstream.chat_requests
+    # Its input leads the conversation; its instructions, as any response's, do not carry on.
+    assert [message["content"] for message in asked.json["messages"]] == ["Hi", "Still there?"]
+    assert turn["output"][0]["content"][0]["text"] == "Hello."
