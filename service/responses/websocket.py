@@ -55,7 +55,9 @@ async def serve_websocket(websocket: WebSocket, *, key_refused: ProxyError | Non
     reader = asyncio.create_task(_read(websocket, messages, closed))
     memory = ConnectionMemory()
     try:
-        while (message := await messages.get()) is not None:
+        # Once the client is gone, a message it sent before is not answered: none is there
+        # to read the answer (and the reader may have had no room to say it is gone).
+        while (message := await messages.get()) is not None and not closed.is_set():
             await _answer(websocket, message, memory, closed)
     finally:
         reader.cancel()

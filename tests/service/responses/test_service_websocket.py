@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from observability import scrape
+from observability import caught_logs, scrape
 from responses_client import assert_response_object, response_from_events
 from servers import MODEL, Proxy, StartProxy
-from upstream_server import Drop, Reply, ScriptedUpstream
+from upstream_server import Drop, Hang, Reply, ScriptedUpstream
 from waits import HUNG_AFTER_SECONDS
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
@@ -252,3 +252,25 @@ def test_a_warm_up_asks_nothing_and_the_next_turn_continues_from_it(
     # Its input leads the conversation; its instructions, as any response's, do not carry on.
     assert [message["content"] for message in asked.json["messages"]] == ["Hi", "Still there?"]
     assert turn["output"][0]["content"][0]["text"] == "Hello."
+
+
+def test_a_client_that_leaves_mid_turn_abandons_the_upstream_as_over_http(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    upstream.script(Hang("It is "))
+
+    with caught_logs("toolcall_proxy.access") as access:
+        with connected(proxy) as connection:
+            connection.socket.send(
+                json.dumps({"type": "response.create", "model": MODEL, "input": "Weather?"})
+            )
+            while json.loads(connection.socket.recv(HUNG_AFTER_SECONDS))["type"] != (
+                "response.output_text.delta"
+            ):
+                pass
+        # The client has closed the connection mid-answer.
+        access.wait_for(lambda line: "/v1/responses" in line)  # the turn has been recorded
+
+    assert upstream.client_gone.wait(HUNG_AFTER_SECONDS)
+    metrics = scrape(proxy.http)
+    assert metrics.value("toolcall_proxy_client_disconnects_total", route="responses") == 1
