@@ -8,7 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from fastapi.telemetry import TelemetryConfig
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -48,11 +48,19 @@ from .responses import (
     list_input_items,
     opened_store,
     retrieve_response,
+    serve_websocket,
 )
 from .server_limits import InFlightLimit
 from .settings import DEMO_MOUNT_PATH, Settings
 from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
-from .wire import UPSTREAM_ERROR, ErrorShapes, error_body, install_error_handlers, json_response
+from .wire import (
+    UPSTREAM_ERROR,
+    ErrorShapes,
+    ProxyError,
+    error_body,
+    install_error_handlers,
+    json_response,
+)
 
 FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # Answered however busy the worker is (SERVER_MAX_CONCURRENCY does not apply to them): a
@@ -172,6 +180,17 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/responses")
     async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
         return await create_response(request, _context(request), _store(request), owner)
+
+    @app.websocket("/v1/responses")
+    async def responses_websocket(websocket: WebSocket) -> None:
+        # Each turn's request is checked again, with the handshake's headers it carries;
+        # checked here too, a client with a wrong key is told so before its first turn.
+        refused = None
+        try:
+            await client_keys(websocket)
+        except ProxyError as error:
+            refused = error
+        await serve_websocket(websocket, key_refused=refused)
 
     @app.post("/v1/responses/input_tokens")
     async def responses_input_tokens(

@@ -11,7 +11,7 @@ import hmac
 from collections.abc import Iterable
 
 from pydantic import SecretStr
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 from .wire import (
     API_KEY_HEADER,
@@ -47,7 +47,7 @@ class ClientKeys:
         self._owners = [key_owner(key) for key in self._keys]
         self._in_query = in_query
 
-    async def __call__(self, request: Request) -> str:
+    async def __call__(self, request: HTTPConnection) -> str:
         if not self._keys:
             return SHARED_OWNER
         scheme, _, token = request.headers.get("authorization", "").partition(" ")

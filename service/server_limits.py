@@ -159,12 +159,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
-    """uvicorn's options for the proxy's server: the guarded protocol and uvicorn's own
-    keep-alive timeout. Not uvicorn's `limit_concurrency`: the app caps requests itself
-    (`InFlightLimit`)."""
+    """uvicorn's options for the proxy's server: the guarded protocol, uvicorn's own
+    keep-alive timeout and the largest WebSocket message. Not uvicorn's
+    `limit_concurrency`: the app caps requests itself (`InFlightLimit`)."""
     return {
         "http": GuardedHttpToolsProtocol,
         "timeout_keep_alive": settings.server_keep_alive_timeout,
+        # A Responses WebSocket message is a request body: held to the same limit.
+        "ws_max_size": settings.max_request_bytes,
     }
 
 

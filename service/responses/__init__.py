@@ -1,7 +1,7 @@
 """The Responses API translated onto the chat machinery: `POST /v1/responses`, its events,
 the store of earlier responses that `previous_response_id` and `item_reference` read (in
-memory, or on Redis for replicas), the endpoints that read a stored response back, and
-compaction."""
+memory, or on Redis for replicas), the endpoints that read a stored response back,
+compaction, and the same API over a WebSocket."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from .compaction import compact_conversation
 from .retrieval import cancel_response, delete_response, list_input_items, retrieve_response
 from .store import ResponseStore
 from .store_setup import opened_store
+from .websocket import serve_websocket
 
 __all__ = [
     "ResponseStore",
@@ -21,4 +22,5 @@ __all__ = [
     "list_input_items",
     "opened_store",
     "retrieve_response",
+    "serve_websocket",
 ]

@@ -10,12 +10,27 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..context import ProxyContext
-from ..exchange import ChatExchange, estimated_prompt_tokens, respond
+from ..exchange import (
+    Answer,
+    AnswerEnd,
+    AnswerStart,
+    ChatExchange,
+    ChoiceEnd,
+    ChoiceStart,
+    Event,
+    estimated_prompt_tokens,
+    respond,
+)
 from ..wire import json_response, read_limited
+from .connection import connection_memory
 from .events import ResponseWriter
 from .request import ResponsesRequest, parse_responses_request
 from .retrieval import identified
 from .store import ResponseStore
+
+# The engine's events for an answer that generates nothing: a choice that stops at once.
+NOTHING_USED = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+WARM_UP: list[Event] = [AnswerStart({}), ChoiceStart(), ChoiceEnd("stop"), AnswerEnd(NOTHING_USED)]
 
 
 async def create_response(
@@ -30,11 +45,20 @@ async def create_response(
         asked.body, model=exchange.model_name(), stream=asked.chat.stream, tools=asked.tools
     )
 
-    async def stored() -> None:
-        if asked.store:
-            await store.put(owner, writer.whole(), identified(asked.inputs), asked.referenced)
+    memory = connection_memory(request)
 
-    return await respond(await exchange.answered(), writer, context.settings, on_finished=stored)
+    async def stored() -> None:
+        inputs = identified(asked.inputs)
+        if memory is not None:  # a WebSocket turn: the connection's latest, stored or not
+            memory.keep(owner, writer.whole(), inputs)
+        if asked.store:
+            await store.put(owner, writer.whole(), inputs, asked.referenced)
+
+    # A warm-up (`generate: false`, which Codex sends first on a WebSocket) asks nothing:
+    # its response holds no output, and a later turn continues from it.
+    warm_up = asked.body.get("generate") is False
+    answer = Answer(WARM_UP, stream=asked.chat.stream) if warm_up else await exchange.answered()
+    return await respond(answer, writer, context.settings, on_finished=stored)
 
 
 async def count_input_tokens(
@@ -43,15 +67,26 @@ async def count_input_tokens(
     """`POST /v1/responses/input_tokens`: the estimate for the prompt the upstream would be
     sent for the same body to `POST /v1/responses`, the earlier responses it names included
     (see the engine's `tokens.py`); the upstream is asked nothing."""
-    asked = await responses_request(request, context, store, owner)
+    asked = await responses_request(request, context, store, owner, needs_model=False)
     tokens = estimated_prompt_tokens(ChatExchange(request, context, asked.chat).upstream_body)
     return json_response({"object": "response.input_tokens", "input_tokens": tokens})
 
 
 async def responses_request(
-    request: Request, context: ProxyContext, store: ResponseStore, owner: str
+    request: Request,
+    context: ProxyContext,
+    store: ResponseStore,
+    owner: str,
+    *,
+    needs_model: bool = True,
 ) -> ResponsesRequest:
-    """The client's body read and checked, what it names found among `owner`'s responses."""
+    """The client's body read and checked, what it names found among `owner`'s responses
+    (and its WebSocket connection's latest); it must name its model unless `needs_model` is
+    false."""
     limit = context.settings.max_request_bytes
     raw = await read_limited(request, limit)
-    return await parse_responses_request(raw, store, owner, limit, context.settings.hosted_tools)
+    hosted = context.settings.hosted_tools
+    memory = connection_memory(request)  # the turn's connection's, on a WebSocket
+    return await parse_responses_request(
+        raw, store, owner, limit, hosted, needs_model=needs_model, memory=memory
+    )

@@ -21,6 +21,7 @@ from ..exchange import (
     HeldText,
     Written,
 )
+from .reported import reported_fields
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools
 
 Item = dict[str, Any]
@@ -29,6 +30,9 @@ TEXT_EVENTS = {  # an item type -> the events of its text part: (delta, done)
     "message": ("response.output_text.delta", "response.output_text.done"),
     "reasoning": ("response.reasoning_text.delta", "response.reasoning_text.done"),
 }
+# What else those events carry: a message's text its log probabilities, none (as its
+# `output_text` part does), since the upstream is asked for none.
+TEXT_EVENT_FIELDS: dict[str, dict[str, Any]] = {"message": {"logprobs": []}, "reasoning": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +98,12 @@ class ResponseWriter(EventWriter):
         self._calls: dict[int, Item] = {}  # chat tool-call index -> its call item
         self._indexes: dict[str, int] = {}  # item id -> its index in the output
         self._item_id: Callable[[str], str] = new_id  # a new item's id, from its prefix
+        self._completed_at: int | None = None  # when the response was completed, once it is
         self._response: dict[str, Any] = {
             "id": new_id("resp"),
             "object": "response",
             "created_at": int(time.time()),
+            "completed_at": None,
             "status": "in_progress",
             "error": None,
             "incomplete_details": None,
@@ -108,10 +114,8 @@ class ResponseWriter(EventWriter):
             "parallel_tool_calls": request_body.get("parallel_tool_calls") is not False,
             "previous_response_id": request_body.get("previous_response_id"),
             "store": request_body.get("store") is not False,
-            "temperature": request_body.get("temperature"),
             "tool_choice": request_body.get("tool_choice") or "auto",
-            "tools": request_body.get("tools") or [],
-            "top_p": request_body.get("top_p"),
+            **reported_fields(request_body),
             "metadata": request_body.get("metadata") or {},
             "user": request_body.get("user"),
             "usage": None,
@@ -123,6 +127,7 @@ class ResponseWriter(EventWriter):
         time, and its items' ids, in order, as they were (see `replay.py`)."""
         writer = cls(response, model=response["model"], stream=True, tools=tools)
         writer._response.update(id=response["id"], created_at=response["created_at"])
+        writer._completed_at = response.get("completed_at")
         ids = iter([item["id"] for item in response["output"]])
         writer._item_id = lambda prefix: next(ids)
         return writer
@@ -154,6 +159,7 @@ class ResponseWriter(EventWriter):
             self._response["incomplete_details"] = {"reason": "max_output_tokens"}
             return [*events, self._event("response.incomplete", response=self._snapshot())]
         self._response["status"] = "completed"
+        self._response["completed_at"] = self._completed_at or int(time.time())
         return [*events, self._event("response.completed", response=self._snapshot())]
 
     def fail(self, error: dict[str, Any]) -> list[Written]:
@@ -172,7 +178,7 @@ class ResponseWriter(EventWriter):
         events = self._close()
         part: dict[str, Any]
         if kind == "message":
-            part = {"type": "output_text", "text": "", "annotations": []}
+            part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             item: Item = {"id": self._item_id("msg"), "type": "message", "role": "assistant"}
         else:
             part = {"type": "reasoning_text", "text": ""}
@@ -237,7 +243,8 @@ class ResponseWriter(EventWriter):
     def _delta_template(self, item: Item) -> EventTemplate | None:
         """The event that carries more of `item`'s text (None for an item that has none)."""
         if item["type"] in TEXT_EVENTS:
-            kind, fields = TEXT_EVENTS[item["type"]][0], {"content_index": 0}
+            kind = TEXT_EVENTS[item["type"]][0]
+            fields = {"content_index": 0, **TEXT_EVENT_FIELDS[item["type"]]}
         elif (call_events := ITEM_CALLS[item["type"]].events) is not None:
             kind, fields = call_events[0], {}
         else:
@@ -278,7 +285,8 @@ class ResponseWriter(EventWriter):
         elif item["type"] in TEXT_EVENTS:
             part = item["content"][0]
             done = TEXT_EVENTS[item["type"]][1]
-            events.append(self._event(done, **where, content_index=0, text=part["text"]))
+            fields = TEXT_EVENT_FIELDS[item["type"]]
+            events.append(self._event(done, **where, content_index=0, text=part["text"], **fields))
             events.append(
                 self._event("response.content_part.done", **where, content_index=0, part=dict(part))
             )

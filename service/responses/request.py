@@ -12,12 +12,21 @@ from typing import Any
 from ..exchange import ChatRequest, checked_chat_request, decoded_body, invalid
 from ..settings import HostedTools
 from ..wire import ProxyError, json_value
+from .connection import ConnectionMemory
 from .store import Found, Item, ResponseStore
 from .summary import COMPACTION, checked_compaction, summary_message
 from .tools import CUSTOM, FUNCTION, TOOL_SEARCH, ResponsesTools, responses_tools
 
 # Fields copied to the chat body under the same name.
-SHARED_FIELDS = ("model", "temperature", "top_p", "parallel_tool_calls", "user")
+SHARED_FIELDS = (
+    "model",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "parallel_tool_calls",
+    "user",
+)
 MESSAGE_ROLES = frozenset({"user", "system", "developer", "assistant"})
 # Chat templates of text-only models know "system"; "developer" is the Responses name for it.
 CHAT_ROLE = {"developer": "system"}
@@ -31,6 +40,9 @@ CALL_OUTPUTS = {
     "custom_tool_call": "custom_tool_call_output",
     "tool_search_call": "tool_search_output",
 }
+# The outputs that must answer a call made before them (a client's tool search may load
+# tools of its own accord).
+CHECKED_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 # The fields each call or output item must hold as strings.
 STRING_FIELDS = {
     "function_call": ("call_id", "name"),
@@ -68,21 +80,29 @@ async def parse_responses_request(
     owner: str,
     max_bytes: int,
     hosted_tools: HostedTools = HostedTools.DROP,
+    *,
+    needs_model: bool = True,
+    memory: ConnectionMemory | None = None,
 ) -> ResponsesRequest:
     """Decode and check a `POST /v1/responses` body, resolving what it names from `owner`'s
-    entries in `store`; the request with what it names must stay within `max_bytes`.
+    entries in `store` (and, on a WebSocket, its connection's `memory` of its latest
+    response); the request with what it names must stay within `max_bytes`. The body must
+    name its `model` unless `needs_model` is false (counting input tokens).
 
     >>> asked = await parse_responses_request(b'{"model": "m", "input": "hi"}', store, owner, 99)
     >>> asked.chat.messages
     [{'role': 'user', 'content': 'hi'}]
     """
     body = decoded_body(raw)
+    if needs_model:
+        _check_model(body.get("model"))
     previous = _previous_id(body.get("previous_response_id"))
     given = _input_items(body.get("input"))
     named = [item["id"] for item in given if _is_reference(item)]
-    found = await store.lookup(owner, previous, named) if previous or named else Found()
+    found = await _found(store, memory, owner, previous, named)
     earlier = () if previous is None else _conversation(previous, found)
     resolved = [_resolved(item, found, f"input[{index}]") for index, item in enumerate(given)]
+    _check_outputs_answer_calls(earlier, resolved)
     if len(raw) + found.size > max_bytes:
         raise ProxyError(
             413,
@@ -115,10 +135,53 @@ async def parse_responses_request(
     return ResponsesRequest(body, inputs, referenced, checked_chat_request(chat), tools)
 
 
+def _check_model(model: Any) -> None:
+    """A 400 unless `model` names one: the API requires it (and a route is picked by it),
+    with OpenAI's code for a parameter left out."""
+    if model is None:
+        raise invalid("missing required parameter: 'model'", "model", "missing_required_parameter")
+    if not isinstance(model, str) or not model:
+        raise invalid("'model' must be a model's name", "model")
+
+
 def _previous_id(previous: Any) -> str | None:
     if previous is not None and not isinstance(previous, str):
         raise invalid("'previous_response_id' must be a string", "previous_response_id")
     return previous
+
+
+async def _found(
+    store: ResponseStore,
+    memory: ConnectionMemory | None,
+    owner: str,
+    previous: str | None,
+    named: list[str],
+) -> Found:
+    """The earlier conversation and the items a request names: the connection's latest
+    response from its memory, anything else from the store."""
+    remembered = None
+    if memory is not None and previous is not None:
+        remembered = memory.conversation(owner, previous)
+    asked = None if remembered is not None else previous
+    found = await store.lookup(owner, asked, named) if asked or named else Found()
+    return found if remembered is None else Found(remembered, found.items)
+
+
+def _check_outputs_answer_calls(earlier: Sequence[Item], given: Sequence[Item]) -> None:
+    """A 400 for a call's output that answers no call before it in the conversation: the
+    model would read a result of nothing it did (OpenAI refuses it alike)."""
+    called: set[Any] = {item.get("call_id") for item in earlier if item.get("type") in CALL_OUTPUTS}
+    for index, item in enumerate(given):
+        kind = item.get("type")
+        if kind in CALL_OUTPUTS:
+            called.add(item["call_id"])
+        elif kind in CHECKED_OUTPUTS and item["call_id"] not in called:
+            raise invalid(
+                f"no tool call found for the {kind} with call_id {item['call_id']!r}: send the "
+                "call before its output, or name the response that made it "
+                "(`previous_response_id`)",
+                f"input[{index}]",
+            )
 
 
 def _conversation(previous: str, found: Found) -> tuple[Item, ...]:

@@ -31,6 +31,7 @@ INPUT_ID_PREFIXES = {
     "compaction": "cmp",
 }
 OTHER_ITEM_PREFIX = "item"
+COMPLETED = "completed"
 # `GET .../input_items`: OpenAI's bounds and defaults.
 MAX_LIMIT, DEFAULT_LIMIT = 100, 20
 ORDERS = ("asc", "desc")
@@ -138,11 +139,22 @@ async def _stored(
 
 
 def listed(item: Item) -> Item:
-    """An input item as OpenAI lists it: a message's text as a list of parts."""
-    if item.get("type", "message") != "message" or not isinstance(item.get("content"), str):
+    """An input item as OpenAI lists it: a message with its `type` and `status` (an input
+    message sent without one was whole: `completed`), its text as a list of parts."""
+    if item.get("type", "message") != "message":
         return item
-    part = "output_text" if item.get("role") == "assistant" else "input_text"
-    return {**item, "type": "message", "content": [{"type": part, "text": item["content"]}]}
+    shown = {"type": "message", "status": COMPLETED, **item}
+    if isinstance(content := item.get("content"), str):
+        shown["content"] = [_text_part(item.get("role"), content)]
+    return shown
+
+
+def _text_part(role: Any, text: str) -> dict[str, Any]:
+    """A message's string content as the part OpenAI lists it as: an assistant's as its
+    output (with no annotations and no log probabilities), anyone else's as input."""
+    if role == "assistant":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "input_text", "text": text}
 
 
 def _prefix(item: Item) -> str:

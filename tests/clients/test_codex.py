@@ -25,6 +25,7 @@ from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream
 
 from protocols import get_protocol
+from service.responses.connection import ConnectionMemory
 
 PROJECT = Path(__file__).parent / "codex"
 CODEX = PROJECT / "node_modules" / ".bin" / "codex"
@@ -49,6 +50,9 @@ enabled = false
 plugins = false
 """
 CONTENT = "hi-from-the-model"
+HTTP, WEBSOCKET = "http", "websocket"
+# Codex opens a WebSocket to a custom provider that says it takes one.
+WEBSOCKET_KEY = "supports_websockets = true\n"
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +79,22 @@ def pieces(text: str, size: int = 40) -> list[str]:
     return [text[at : at + size] for at in range(0, len(text), size)]
 
 
-@pytest.mark.parametrize("protocol", ["json-mix", "morph-xml"])
 @pytest.mark.parametrize(
-    ("model", "writer"),
-    [("qwen2.5-coder-7b", "exec_command"), ("gpt-5.5", "apply_patch")],
-    ids=["unknown-model", "openai-model"],
+    ("protocol", "model", "writer", "transport"),
+    [
+        ("json-mix", "qwen2.5-coder-7b", "exec_command", HTTP),
+        ("morph-xml", "qwen2.5-coder-7b", "exec_command", HTTP),
+        ("json-mix", "gpt-5.5", "apply_patch", HTTP),
+        ("morph-xml", "gpt-5.5", "apply_patch", HTTP),
+        ("json-mix", "gpt-5.5", "apply_patch", WEBSOCKET),
+    ],
+    ids=[
+        "json-mix-unknown-model",
+        "morph-xml-unknown-model",
+        "json-mix-openai-model",
+        "morph-xml-openai-model",
+        "json-mix-openai-model-websocket",
+    ],
 )
 def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
     codex_installed: None,
@@ -87,9 +102,11 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
     start_proxy: StartProxy,
     refused_proxy: str,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     protocol: str,
     model: str,
     writer: str,
+    transport: str,
 ) -> None:
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
@@ -98,7 +115,10 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
     proxy = start_proxy(tool_protocol=protocol)
     config = documented_provider_block().replace(DOCUMENTED_URL, proxy.url + "/v1")
     config = config.replace(DOCUMENTED_MODEL, f'model = "{model}"')
+    if transport == WEBSOCKET:  # in the provider's table, which the documented block ends in
+        config += WEBSOCKET_KEY
     (home / ".codex" / "config.toml").write_text(TEST_KEYS + config + TEST_TABLES)
+    websocket_turns = turns_on_websockets(monkeypatch)
     render = get_protocol(protocol).render_call
     if writer == "apply_patch":  # the free-form tool: a patch, raw
         patch = f"*** Begin Patch\n*** Add File: {target}\n+{CONTENT}\n*** End Patch\n"
@@ -139,6 +159,23 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
         assert '{"name": "spawn_agent"' in declared
     assert CONTENT in third["messages"][-1]["content"], "the read result went back to the model"
     assert len(second["messages"]) < len(third["messages"])
+    # On a WebSocket Codex warms the connection up first (`generate: false`, which asks the
+    # upstream nothing: it got the three requests above), then takes its three turns.
+    assert len(websocket_turns) == (4 if transport == WEBSOCKET else 0)
+
+
+def turns_on_websockets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the responses the proxy (served in this process) answers on a WebSocket,
+    as they are answered: each is its connection's latest."""
+    answered: list[str] = []
+    keep = ConnectionMemory.keep
+
+    def kept(memory: ConnectionMemory, owner: str, response: Any, inputs: Any) -> None:
+        answered.append(response["id"])
+        keep(memory, owner, response, inputs)
+
+    monkeypatch.setattr(ConnectionMemory, "keep", kept)
+    return answered
 
 
 def agent_events(stdout: str, item_type: str) -> list[dict[str, Any]]:

@@ -100,3 +100,83 @@ def text(response: dict[str, Any]) -> str:
         if item["type"] == "message"
         for part in item["content"]
     )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _string_or_null(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+# Every field the Responses API reference requires of a Response object, and what it may hold.
+RESPONSE_FIELDS = {
+    "id": lambda value: isinstance(value, str),
+    "object": lambda value: value == "response",
+    "created_at": _whole,
+    "completed_at": lambda value: value is None or _whole(value),
+    "status": lambda value: value in {"in_progress", "completed", "incomplete", "failed"},
+    "incomplete_details": lambda value: value is None or isinstance(value.get("reason"), str),
+    "model": lambda value: isinstance(value, str),
+    "previous_response_id": _string_or_null,
+    "instructions": _string_or_null,
+    "output": lambda value: isinstance(value, list),
+    "error": lambda value: (
+        value is None
+        or (isinstance(value.get("code"), str) and isinstance(value.get("message"), str))
+    ),
+    "tools": lambda value: isinstance(value, list),
+    "tool_choice": lambda value: value in {"auto", "none", "required"} or isinstance(value, dict),
+    "truncation": lambda value: value in {"auto", "disabled"},
+    "parallel_tool_calls": lambda value: isinstance(value, bool),
+    "text": lambda value: isinstance(value, dict) and isinstance(value.get("format"), dict),
+    "top_p": _number,
+    "presence_penalty": _number,
+    "frequency_penalty": _number,
+    "top_logprobs": _whole,
+    "temperature": _number,
+    "reasoning": lambda value: value is None or {"effort", "summary"} <= set(value),
+    "usage": lambda value: (
+        value is None
+        or all(_whole(value[key]) for key in ("input_tokens", "output_tokens", "total_tokens"))
+    ),
+    "max_output_tokens": lambda value: value is None or _whole(value),
+    "max_tool_calls": lambda value: value is None or _whole(value),
+    "store": lambda value: isinstance(value, bool),
+    "background": lambda value: isinstance(value, bool),
+    "service_tier": lambda value: isinstance(value, str),
+    "metadata": lambda value: isinstance(value, dict),
+    "safety_identifier": _string_or_null,
+    "prompt_cache_key": _string_or_null,
+}
+# What a function tool echoed in `tools` must hold.
+FUNCTION_TOOL_FIELDS = {
+    "name": lambda value: isinstance(value, str),
+    "description": _string_or_null,
+    "parameters": lambda value: value is None or isinstance(value, dict),
+    "strict": lambda value: value is None or isinstance(value, bool),
+}
+
+
+def assert_response_object(response: dict[str, Any]) -> None:
+    """`response` holds every field of a Response object, each of its type; its function
+    tools every field of theirs; its `output_text` parts their annotations and logprobs."""
+    wrong = {key for key, valid in RESPONSE_FIELDS.items() if not _holds(response, key, valid)}
+    assert not wrong, {key: response.get(key, "<missing>") for key in wrong}
+    for tool in response["tools"]:
+        if tool["type"] == "function":
+            assert all(_holds(tool, key, valid) for key, valid in FUNCTION_TOOL_FIELDS.items())
+    for item in response["output"]:
+        if item["type"] == "message":
+            assert item["status"] in {"in_progress", "completed", "incomplete"}
+            for part in item["content"]:
+                assert part["annotations"] == [] and part["logprobs"] == [], part
+
+
+def _holds(fields: dict[str, Any], key: str, valid: Any) -> bool:
+    return key in fields and bool(valid(fields[key]))

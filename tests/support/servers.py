@@ -188,9 +188,9 @@ class Proxy:
         assert response.status_code == 200, response.text
         return completion_from_json(response.json())
 
-    def events(self, body: dict[str, Any]) -> list[Any]:
+    def events(self, body: dict[str, Any], path: str = "/v1/chat/completions") -> list[Any]:
         """Every `data:` payload of a 200 event stream, decoded; "[DONE]" kept as is."""
-        with self.http.stream("POST", "/v1/chat/completions", json=body) as response:
+        with self.http.stream("POST", path, json=body) as response:
             assert response.status_code == 200, response.read()
             assert response.headers["content-type"].startswith("text/event-stream")
             return list(read_events(response.iter_lines()))

@@ -202,11 +202,21 @@ def conversation(proxy: Proxy, upstream: ScriptedUpstream) -> tuple[str, list[di
     second = proxy.client.responses.create(
         model=MODEL, previous_response_id=first["id"], input=[result, asked]
     )
+    # A message is listed with its status: one a client sent was whole when it was sent.
     return second.id, [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": QUESTION}]},
+        {
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": [{"type": "input_text", "text": QUESTION}],
+        },
         call,
         result,
-        {**asked, "content": [{"type": "input_text", "text": "And tomorrow?"}]},
+        {
+            **asked,
+            "status": "completed",
+            "content": [{"type": "input_text", "text": "And tomorrow?"}],
+        },
     ]
 
 

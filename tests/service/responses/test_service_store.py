@@ -113,9 +113,9 @@ def test_the_store_keeps_responses_within_its_byte_budget_evicting_the_oldest(
     upstream: ScriptedUpstream, start_proxy: StartProxy, shared_store: dict[str, Any]
 ) -> None:
     # Each entry holds its ~1,000-byte question, its answer and the answer's place in the
-    # index (~2,300 bytes): two fit in 5,000 bytes.
+    # index (~2,700 bytes): two fit in 6,000 bytes.
     first_proxy, second_proxy = two_proxies(
-        start_proxy, shared_store, response_store_max_bytes=5000
+        start_proxy, shared_store, response_store_max_bytes=6000
     )
     upstream.script(*(Reply("Noted.") for _ in range(4)))
     ids = [
