@@ -24,10 +24,10 @@ from .gemini import (
     asks_gemini,
     gemini_model,
     gemini_models,
-    google_error,
+    google_error_answer,
     model_method,
 )
-from .messages import MESSAGES_PATH, anthropic_error_of, count_tokens, create_message
+from .messages import MESSAGES_PATH, anthropic_error_answer, count_tokens, create_message
 from .observability import (
     ObservedClient,
     ParserDebug,
@@ -151,8 +151,8 @@ def create_app(settings: Settings) -> FastAPI:
     # Anthropic's and Google's clients read errors in their API's shape, under every path of
     # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models).
     shapes = ErrorShapes(
-        {MESSAGES_PATH: anthropic_error_of, BETA_PATH: google_error},
-        custom_methods={MODELS_PATH: google_error},
+        {MESSAGES_PATH: anthropic_error_answer, BETA_PATH: google_error_answer},
+        custom_methods={MODELS_PATH: google_error_answer},
     )
     install_error_handlers(app, shapes)
     if settings.server_max_concurrency is not None:  # added first: telemetry sees its 503s

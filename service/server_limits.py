@@ -77,9 +77,10 @@ BUSY_BODY = error_body(
 
 
 def busy(path: str, shapes: ErrorShapes) -> Response:
+    body, status = shapes.shaped(path, BUSY_BODY, 503)
     return Response(
-        json_bytes(shapes.shaped(path, BUSY_BODY, 503)),
-        status_code=503,
+        json_bytes(body),
+        status_code=status,
         headers={"retry-after": str(RETRY_AFTER_SECONDS)},
         media_type=JSON_MEDIA_TYPE,
     )

@@ -4,6 +4,11 @@ translated onto the chat machinery, for Claude Code and the Anthropic SDKs."""
 from __future__ import annotations
 
 from .api import count_tokens, create_message
-from .errors import MESSAGES_PATH, anthropic_error_of
+from .errors import MESSAGES_PATH, anthropic_error_answer
 
-__all__ = ["MESSAGES_PATH", "anthropic_error_of", "count_tokens", "create_message"]
+__all__ = [
+    "MESSAGES_PATH",
+    "anthropic_error_answer",
+    "count_tokens",
+    "create_message",
+]

@@ -21,9 +21,10 @@ UPSTREAM_ERROR = "upstream_error"
 SERVER_ERROR = "server_error"
 # nginx's "client closed request": logged by the server, read by nobody.
 CLIENT_CLOSED_REQUEST = 499
-# An OpenAI error body's `error`, and the HTTP status it is answered with -> the error body
-# the clients of another API read.
-ErrorShape = Callable[[dict[str, Any], int], dict[str, Any]]
+# An OpenAI error body's `error`, and the HTTP status the proxy chose -> the error body the
+# clients of another API read, and the status to answer it with (the same, unless that API
+# pairs its errors with statuses of its own, as Google's does).
+ErrorShape = Callable[[dict[str, Any], int], tuple[dict[str, Any], int]]
 # What separates a resource from the custom method it calls, in Google's paths.
 CUSTOM_METHOD = ":"
 
@@ -87,7 +88,7 @@ class ErrorShapes:
     with OpenAI's, and only its methods are its own).
 
     >>> shapes = ErrorShapes({"/v1/other_api": other_api_error_of})
-    >>> shapes.shaped("/v1/other_api/count", error_body("no", error_type=...), 400)
+    >>> body, status = shapes.shaped("/v1/other_api/count", error_body("no", ...), 400)
     """
 
     def __init__(
@@ -109,10 +110,10 @@ class ErrorShapes:
                 return shape
         return None
 
-    def shaped(self, path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
-        """An OpenAI error body as the client of `path` reads errors."""
+    def shaped(self, path: str, body: dict[str, Any], status: int) -> tuple[dict[str, Any], int]:
+        """An OpenAI error body as the client of `path` reads errors, and its status."""
         shape = self.shape_of(path)
-        return body if shape is None else shape(body["error"], status)
+        return (body, status) if shape is None else shape(body["error"], status)
 
 
 def openai_error_body(raw: bytes, status: int) -> dict[str, Any]:
@@ -142,7 +143,8 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes) -> None:
         status: int,
         headers: Mapping[str, str] | None = None,
     ) -> Response:
-        return JSONResponse(shapes.shaped(request.url.path, body, status), status, headers)
+        shaped, answered = shapes.shaped(request.url.path, body, status)
+        return JSONResponse(shaped, answered, headers)
 
     async def proxy_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProxyError)
