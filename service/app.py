@@ -39,9 +39,11 @@ from .observability import (
 )
 from .passthrough import forward, list_models, upstream_ready
 from .responses import (
+    CONVERSATIONS_PATH,
     ResponseStore,
     cancel_response,
     compact_conversation,
+    conversations_not_served,
     count_input_tokens,
     create_response,
     delete_response,
@@ -226,6 +228,13 @@ def create_app(settings: Settings) -> FastAPI:
         request: Request, response_id: str, owner: str = Depends(client_keys)
     ) -> Response:
         return await cancel_response(_store(request), owner, response_id)
+
+    @app.api_route(CONVERSATIONS_PATH, methods=FORWARDED_METHODS, dependencies=client_key)
+    @app.api_route(
+        f"{CONVERSATIONS_PATH}/{{path:path}}", methods=FORWARDED_METHODS, dependencies=client_key
+    )
+    async def conversations() -> Response:
+        raise conversations_not_served()
 
     @app.post(MESSAGES_PATH, dependencies=client_key)
     async def messages(request: Request) -> Response:
