@@ -27,7 +27,15 @@ from .gemini import (
     google_error_answer,
     model_method,
 )
-from .messages import MESSAGES_PATH, anthropic_error_answer, count_tokens, create_message
+from .messages import (
+    MESSAGES_PATH,
+    anthropic_error_answer,
+    anthropic_model,
+    anthropic_models,
+    asks_anthropic,
+    count_tokens,
+    create_message,
+)
 from .observability import (
     ObservedClient,
     ParserDebug,
@@ -247,13 +255,19 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/v1/models", dependencies=gemini_key)
     async def models(request: Request) -> Response:
         listed = await list_models(request, _context(request))
-        return json_response(gemini_models(listed) if asks_gemini(request) else listed)
+        if asks_gemini(request):
+            return json_response(gemini_models(listed))
+        return json_response(anthropic_models(listed) if asks_anthropic(request) else listed)
 
     @app.get("/v1/models/{model:path}", dependencies=gemini_key)
     async def model(request: Request, model: str) -> Response:
-        if not asks_gemini(request):
-            return await forward(request, _context(request))
-        return json_response(gemini_model(await list_models(request, _context(request)), model))
+        if asks_gemini(request):
+            listed = await list_models(request, _context(request))
+            return json_response(gemini_model(listed, model))
+        if asks_anthropic(request):
+            listed = await list_models(request, _context(request))
+            return json_response(anthropic_model(listed, model))
+        return await forward(request, _context(request))
 
     @app.post(f"{BETA_PATH}/models/{{target:path}}", dependencies=gemini_key)
     @app.post(f"{MODELS_PATH}/{{target:path}}", dependencies=gemini_key)
