@@ -8,7 +8,11 @@ other text follows, then read as call objects.
 
 `CallHold` records what arrives while it holds (text, call parts) and tells when it is
 decided and how; the part writer then replays the records: as calls (the text held is
-their layout), or as text (each call as its original text)."""
+their layout), or as text (each call as its original text).
+
+A hold writes nothing to the client while it lasts, so nothing it holds slows the upstream's
+read (the service reads ahead of a client only as far as events wait for it): past
+MAX_HELD_CHARS it gives up, and what it holds is text."""
 
 from __future__ import annotations
 
@@ -16,6 +20,13 @@ from enum import Enum, auto
 
 from ..parts import Part, ToolCall
 from .reading_context import MAX_LINE_CHARS, Fence, ReadingContext, Verdict, closings_only
+
+# The most characters any hold of the parser keeps before it gives up and what it holds is
+# text (a HOLD_LIMIT record): the service's read-ahead of a client (1 MiB of events), so a
+# held answer costs what an answer read ahead does. A JSON fence after prose or a think
+# block holding a call tag, held to the end, otherwise held the whole answer: a 300 MB
+# firehose grew the proxy by 1.5 GB with a client that never read.
+MAX_HELD_CHARS = 1024 * 1024
 
 
 class Phase(Enum):
@@ -33,6 +44,7 @@ class Outcome(Enum):
     CALLS = auto()
     TEXT = auto()
     JSON = auto()  # the held text is a fence to be read as call objects
+    TOO_LONG = auto()  # it holds more than MAX_HELD_CHARS: all it holds is text
 
 
 Record = str | Part  # text written (by the loop or a scanner), or a call part
@@ -48,6 +60,7 @@ class CallHold:
         "_fence",
         "_line_start",
         "_read_json",
+        "held_chars",
         "phase",
         "records",
         "tail",
@@ -62,6 +75,7 @@ class CallHold:
         # Text taken last that follows the calls as text when they are decided calls (the
         # line that opened a new fence after them).
         self.tail = ""
+        self.held_chars = 0  # the text and the calls' originals held
         self._line_start = 0  # the record the current line begins at
         self._after = ""  # in LINE: what followed the last call on its line so far
         # In LINE: the prose before the first call ended a sentence; one may begin after.
@@ -73,6 +87,8 @@ class CallHold:
     def call(self, verdict: Verdict) -> Outcome:
         """A call form begins, with `verdict`: WAIT to hold it too, else how the hold ends
         first (the form is then read as its verdict says)."""
+        if self.too_long:
+            return Outcome.TOO_LONG
         phase = self.phase
         if verdict is Verdict.HOLD_FENCE and phase in (Phase.FENCE_START, Phase.FENCE):
             self.phase, self._fence = Phase.FENCE, self._context.fence
@@ -83,7 +99,18 @@ class CallHold:
             return Outcome.CALLS  # another call where a line or a message begins
         return Outcome.TEXT  # the held text or fence is followed by a call: not calls alone
 
+    @property
+    def too_long(self) -> bool:
+        return self.held_chars > MAX_HELD_CHARS
+
+    def opening(self) -> str:
+        """What the hold began with: the line that may open a fence, or its first call."""
+        first = self.records[0] if self.records else ""
+        return first.original if isinstance(first, ToolCall) else str(first)
+
     def part(self, part: Part) -> None:
+        if isinstance(part, ToolCall):
+            self.held_chars += len(part.original)
         self.records.append(part)
         self._line_start = len(self.records)
         self._after = ""
@@ -93,6 +120,8 @@ class CallHold:
         (WAIT: all of it was taken, and the hold goes on)."""
         taken = 0
         while taken < len(text):
+            if self.too_long:
+                return taken, Outcome.TOO_LONG
             phase = self.phase
             if phase is Phase.LINE:
                 rest = text[taken:]
@@ -138,6 +167,8 @@ class CallHold:
     def end(self) -> Outcome:
         """The output ended, or a think block begins: the hold ends here."""
         self._context.finish()
+        if self.too_long:
+            return Outcome.TOO_LONG
         phase, fence = self.phase, self._context.fence
         if phase is Phase.JSON:
             return Outcome.JSON if fence is None else Outcome.TEXT  # unclosed: no call
@@ -155,6 +186,7 @@ class CallHold:
     def _take(self, text: str) -> None:
         self._context.feed(text)
         self.records.append(text)
+        self.held_chars += len(text)
 
     def _line_taken(self, ended: bool) -> Outcome:
         """The outcome after a piece of a line was taken (`ended`: with its line break)."""

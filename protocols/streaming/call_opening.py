@@ -27,7 +27,14 @@ class CallOpening:
     or a dialect's (whose calls name declared tools only, whatever UNKNOWN_TOOLS says), and
     of each the one a held call is read whole through."""
 
-    __slots__ = ("_ctx", "_dialect_ctx", "_held_ctx", "_held_dialect_ctx", "budget_spent")
+    __slots__ = (
+        "_ctx",
+        "_dialect_ctx",
+        "_held_ctx",
+        "_held_dialect_ctx",
+        "budget_spent",
+        "reads_held_call",
+    )
 
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
@@ -36,6 +43,8 @@ class CallOpening:
         self._held_dialect_ctx = dataclasses.replace(self._dialect_ctx, mode=ArgumentsMode.ATOMIC)
         # The parse budget could not pay for another call: the rest of the output is text.
         self.budget_spent = False
+        # The last call opened is read whole, held until the text after it decides.
+        self.reads_held_call = False
 
     def open(self, text: str, call: Open, open_own: OpenOwnCall) -> tuple[CallScanner | None, str]:
         """Write the text before `call`, found in `text`, and begin it: the scanner that
@@ -54,6 +63,7 @@ class CallOpening:
             return None, text[start:]
         verdict = out.begin_call()
         held = verdict is not Verdict.CALL
+        self.reads_held_call = held and verdict is not Verdict.TEXT
         scanner = None
         if verdict is Verdict.TEXT:  # shown, not written to act: its open tag is text
             out.text(text[start:end])

@@ -7,8 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..parts import Part, TextDelta, TextEnd, TextStart, ToolCall, ToolCallDelta, ToolCallStart
-from .call_hold import CallHold, Outcome, Phase
+from ..parts import (
+    ErrorKind,
+    OnError,
+    ParseError,
+    Part,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallStart,
+)
+from .call_hold import MAX_HELD_CHARS, CallHold, Outcome, Phase
 from .call_shell import CallShell
 from .reading_context import ReadingContext, Verdict
 
@@ -36,6 +47,7 @@ class PartWriter:
         "_called",
         "_hold",
         "_incremental",
+        "_on_error",
         "_parts",
         "_run",
         "_run_of",
@@ -44,7 +56,8 @@ class PartWriter:
         "fenced_calls",
     )
 
-    def __init__(self, *, incremental: bool = False) -> None:
+    def __init__(self, on_error: OnError, *, incremental: bool = False) -> None:
+        self._on_error = on_error
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
@@ -132,6 +145,18 @@ class PartWriter:
         self._release(self._shell.finish() if self._called else self._shell.flush())
         self._close_block()
 
+    @property
+    def held_chars(self) -> int:
+        """The characters the hold holds (none without one)."""
+        return self._hold.held_chars if self._hold is not None else 0
+
+    def held_call_given_up(self, original: str) -> None:
+        """The call being read whole in the hold took it past MAX_HELD_CHARS undecided: what
+        the hold holds is text, and so is the call's text so far (`original`)."""
+        if self._hold is not None:
+            self._decide(Outcome.TEXT)
+        self.text(original)
+
     def take(self) -> list[Part]:
         self._end_run()
         parts, self._parts = self._parts, []
@@ -155,6 +180,9 @@ class PartWriter:
             if self.fenced_calls(original):
                 self.context.called()
                 return
+        if outcome is Outcome.TOO_LONG:
+            message = f"held past {MAX_HELD_CHARS} characters undecided: what it holds is text"
+            self._on_error(ParseError(ErrorKind.HOLD_LIMIT, message, hold.opening()))
         for record in hold.records:
             if isinstance(record, str):
                 self._write_text(record)
