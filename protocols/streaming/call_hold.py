@@ -16,6 +16,7 @@ MAX_HELD_CHARS it gives up, and what it holds is text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum, auto
 
 from ..parts import Part, ToolCall
@@ -59,6 +60,7 @@ class CallHold:
         "_context",
         "_fence",
         "_line_start",
+        "_pay_line",
         "_read_json",
         "held_chars",
         "phase",
@@ -66,8 +68,18 @@ class CallHold:
         "tail",
     )
 
-    def __init__(self, context: ReadingContext, phase: Phase, *, read_json: bool) -> None:
+    def __init__(
+        self,
+        context: ReadingContext,
+        phase: Phase,
+        *,
+        read_json: bool,
+        pay_line: Callable[[str], bool],
+    ) -> None:
         self._context = context
+        # Charges the parse budget for a line held (given its text): False when it cannot
+        # pay, and the rest of the output is text. A line after a call is paid by the call.
+        self._pay_line = pay_line
         self._read_json = read_json  # a fence of JSON after prose may hold calls
         self._fence: Fence | None = context.fence  # the fence the held calls are in
         self.phase = phase
@@ -154,9 +166,12 @@ class CallHold:
                 continue
             end = text.find("\n", taken)
             end = len(text) if end == -1 else end + 1
-            self._take(text[taken:end])
+            line = text[taken:end]
+            self._take(line)
             taken = end
             ended = text[end - 1] == "\n"
+            if ended and phase not in (Phase.OPENING, Phase.FENCE) and not self._pay_line(line):
+                return taken, Outcome.TEXT
             outcome = self._line_taken(ended)
             if ended:
                 self._line_start = len(self.records)

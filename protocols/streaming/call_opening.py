@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from ..base import ArgumentsMode, UnknownTools
 from ..lenient.relaxed_json import RelaxedJSONError
-from ..parts import ErrorKind
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import OpenForm
 from .reading_context import Verdict
@@ -32,7 +31,6 @@ class CallOpening:
         "_dialect_ctx",
         "_held_ctx",
         "_held_dialect_ctx",
-        "budget_spent",
         "reads_held_call",
     )
 
@@ -41,8 +39,6 @@ class CallOpening:
         self._dialect_ctx = ctx.with_unknown_tools(UnknownTools.TEXT)
         self._held_ctx = dataclasses.replace(ctx, mode=ArgumentsMode.ATOMIC)
         self._held_dialect_ctx = dataclasses.replace(self._dialect_ctx, mode=ArgumentsMode.ATOMIC)
-        # The parse budget could not pay for another call: the rest of the output is text.
-        self.budget_spent = False
         # The last call opened is read whole, held until the text after it decides.
         self.reads_held_call = False
 
@@ -58,8 +54,7 @@ class CallOpening:
         try:
             self._ctx.relaxed_budget.spend_calls()
         except RelaxedJSONError as error:
-            self._ctx.error(ErrorKind.PARSE_BUDGET, f"{error}: the rest is text", text[start:end])
-            self.budget_spent = True
+            out.budget_refused(error, text[start:end])
             return None, text[start:]
         verdict = out.begin_call()
         held = verdict is not Verdict.CALL

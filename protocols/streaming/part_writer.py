@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget
 from ..parts import (
     ErrorKind,
     OnError,
@@ -44,6 +45,7 @@ class PartWriter:
     __slots__ = (
         "_block",
         "_blocks",
+        "_budget",
         "_called",
         "_hold",
         "_incremental",
@@ -52,12 +54,18 @@ class PartWriter:
         "_run",
         "_run_of",
         "_shell",
+        "budget_spent",
         "context",
         "fenced_calls",
     )
 
-    def __init__(self, on_error: OnError, *, incremental: bool = False) -> None:
+    def __init__(
+        self, on_error: OnError, budget: RelaxedParseBudget, *, incremental: bool = False
+    ) -> None:
         self._on_error = on_error
+        self._budget = budget
+        # The parse budget could not pay for a call or a hold: the rest of the output is text.
+        self.budget_spent = False
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
@@ -88,7 +96,7 @@ class PartWriter:
             self.context.called()
         elif verdict is not Verdict.TEXT:
             phase = Phase.LINE if verdict is Verdict.HOLD_LINE else Phase.FENCE
-            self._hold = CallHold(self.context, phase, read_json=False)
+            self._hold = CallHold(self.context, phase, read_json=False, pay_line=self._paid)
         return verdict
 
     def text(self, text: str) -> None:
@@ -101,6 +109,9 @@ class PartWriter:
                 self._decide(outcome)
                 text = text[taken:]
                 continue
+            if self.budget_spent:  # all the rest is text: where it stands decides nothing
+                self._write_text(text)
+                return
             start = self.context.fence_opening_at(text)
             if start == -1:
                 self.context.feed(text)
@@ -109,10 +120,33 @@ class PartWriter:
             if start:
                 self.context.feed(text[:start])
                 self._write_text(text[:start])
+                text = text[start:]
+            if not self._paid(text.partition("\n")[0]):
+                continue
             self._hold = CallHold(
-                self.context, Phase.OPENING, read_json=self.fenced_calls is not None
+                self.context,
+                Phase.OPENING,
+                read_json=self.fenced_calls is not None,
+                pay_line=self._paid,
             )
-            text = text[start:]
+
+    def budget_refused(self, error: RelaxedJSONError, original: str) -> None:
+        """The parse budget cannot pay for what begins here (a call's tag, `original`, or a
+        line that may open a fence): it and the rest of the output are text, one record."""
+        if not self.budget_spent:
+            self.budget_spent = True
+            message = f"{error}: the rest is text"
+            self._on_error(ParseError(ErrorKind.PARSE_BUDGET, message, original))
+
+    def _paid(self, line: str) -> bool:
+        """Charge the parse budget for holding `line`, a line that may open a fence or one
+        held after it; False (and the rest of the output is text) when it cannot pay."""
+        try:
+            self._budget.spend_hold()
+        except RelaxedJSONError as error:
+            self.budget_refused(error, line)
+            return False
+        return True
 
     def marker(self, part: Part) -> None:
         """A part that sits inside the text flow (think markers) without closing it; text

@@ -101,13 +101,15 @@ class TagStreamParser(StreamParser):
         """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
         the text are held back by the loop itself (see `_partial_open_start`)."""
         on_error = on_error or _ignore_error
+        budget = RelaxedParseBudget(options.relaxed_parse_budget_chars)
+        incremental = options.mode is ArgumentsMode.INCREMENTAL
         self._ctx = CallContext(
-            out=PartWriter(on_error, incremental=options.mode is ArgumentsMode.INCREMENTAL),
+            out=PartWriter(on_error, budget, incremental=incremental),
             tools=DeclaredTools(tools),
             on_error=on_error,
             mode=options.mode,
             unknown_tools=options.unknown_tools,
-            relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
+            relaxed_budget=budget,
             small_call_chars=options.small_call_chars,
         )
         self._call_opening = CallOpening(self._ctx)
@@ -381,7 +383,7 @@ class TagStreamParser(StreamParser):
                     return  # more text is needed to tell
                 self._call, self._pending = after
                 self._after_call = False
-            elif self._call_opening.budget_spent or self._tag_chars.isdisjoint(self._pending):
+            elif self._ctx.out.budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
