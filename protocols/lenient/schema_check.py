@@ -183,7 +183,41 @@ def _adapted(name: str, keyword: Keyword) -> Keyword:
         return _unless_patterned(keyword)
     if name == "required":
         return _absent_may_be_null(keyword)
-    return keyword
+    return _BRANCHES.get(name, keyword)
+
+
+def _fails(validator: Validator, instance: Any, branch: Any, index: int) -> bool:
+    """Whether `instance` fails the branch `branch` (at `index`): its first error tells, and
+    no more of them are made. jsonschema's `anyOf` and `oneOf` keep every failing branch's
+    errors, which a problem never shows: +296 MB for a `required` list of 50,000 names,
+    +211 MB for 200 branches against a 1 MB string (each error quotes the value)."""
+    return next(iter(validator.descend(instance, branch, schema_path=index)), None) is not None
+
+
+def _any_of(
+    validator: Validator, branches: Any, instance: Any, _schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
+    if all(_fails(validator, instance, branch, at) for at, branch in enumerate(branches)):
+        yield ValidationError(f"{instance!r} is not valid under any of the given schemas")
+
+
+def _one_of(
+    validator: Validator, branches: Any, instance: Any, _schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
+    valid = [b for at, b in enumerate(branches) if not _fails(validator, instance, b, at)]
+    if not valid:
+        yield ValidationError(f"{instance!r} is not valid under any of the given schemas")
+    elif len(valid) > 1:
+        reprs = ", ".join(repr(branch) for branch in [*valid[1:], valid[0]])
+        yield ValidationError(f"{instance!r} is valid under each of {reprs}")
+
+
+# The keywords of branches, each in place of jsonschema's own (the same verdicts and words).
+_BRANCHES: dict[str, Keyword] = {"anyOf": _any_of, "oneOf": _one_of}
 
 
 def _absent_may_be_null(required: Keyword) -> Keyword:

@@ -2,6 +2,7 @@
 what only a strict tool, what it never runs, and the schemas it cannot read."""
 
 import sys
+import tracemalloc
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -231,6 +232,67 @@ def test_keywords_that_compare_are_charged_their_comparisons(
 
     assert compared <= MAX_COMPARISONS
     assert problems == []  # past the visits, no verdict: the call goes as written
+
+
+def _errors_made(arguments: Any, schema: dict[str, Any]) -> tuple[int, list[str]]:
+    """The errors jsonschema made (its ValidationError's constructions) while the check ran,
+    and the problems it found."""
+    made = 0
+
+    def count(frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal made
+        code = frame.f_code
+        made += (
+            event == "call"
+            and code.co_name == "__init__"
+            and code.co_filename.endswith("exceptions.py")
+            and code.co_filename.startswith(JSONSCHEMA)
+        )
+
+    sys.setprofile(count)
+    try:
+        problems = argument_problems(arguments, schema)
+    finally:
+        sys.setprofile(None)
+    return made, problems
+
+
+@pytest.mark.parametrize(
+    ("arguments", "schema"),
+    [
+        pytest.param(
+            {},
+            {"anyOf": [{"required": [f"p{i}" for i in range(50_000)]}, {"type": "string"}]},
+            id="a-long-required-list",
+        ),
+        pytest.param(
+            {},
+            {"oneOf": [{"required": [f"p{i}" for i in range(50_000)]}, {"type": "string"}]},
+            id="one-of",
+        ),
+    ],
+)
+def test_a_failing_branch_keeps_no_errors(arguments: Any, schema: dict[str, Any]) -> None:
+    """A branch of `anyOf` or `oneOf` fails at its first error: the rest are never made, and
+    none is kept (each quotes the value, and a problem names only the branches' verdict)."""
+    made, problems = _errors_made(arguments, schema)
+
+    assert made <= 1 + len(schema.get("anyOf") or schema["oneOf"])
+    assert len(problems) == 1 and "is not valid under any of the given schemas" in problems[0]
+
+
+def test_failing_branches_hold_no_copy_of_the_value_each() -> None:
+    """Each branch's error quotes the value: kept, 200 of them held 200 copies of it."""
+    value, branches = "x" * 100_000, 200
+    tracemalloc.start()
+    try:
+        problems = argument_problems(value, {"anyOf": [{"type": "integer"}] * branches})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert len(problems) == 1
+    assert peak < 10 * len(value)  # a few copies at once, not one per branch
 
 
 def test_a_small_enum_and_unique_items_are_checked_as_before() -> None:
