@@ -35,6 +35,8 @@ from upstream_server import (
 )
 from waits import HUNG_AFTER_SECONDS
 
+from service.observability.otel.content import MAX_CAPTURED_CHARS
+
 CLIENT_TIMEOUT_SECONDS = 10.0
 # The client's own span, in the W3C header it sends.
 CLIENT_TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -436,6 +438,33 @@ def test_message_content_only_when_asked_and_keys_never(
         assert error.attributes["toolcall_proxy.parse_error.original"] == (
             "<tool_call>not json</tool_call>"
         )
+
+
+def test_captured_content_is_bounded_on_each_side_of_a_span(
+    upstream: ScriptedUpstream,
+    traced_proxy: TracedProxy,
+    receiver: tuple[OtlpReceiver, str],
+    stream: bool,
+) -> None:
+    """A span is held until it is exported: a long conversation and a long answer carry
+    their first MAX_CAPTURED_CHARS of text each, the rest left out."""
+    received, _url = receiver
+    sentence = "All work and no play makes a dull answer. "
+    upstream.script(Reply(*[sentence * 100] * 40))  # 168 KB, in 40 pieces
+    long_question = {"role": "user", "content": sentence * 4000}
+    env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+
+    with traced_proxy(env=env) as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL, stream=stream, messages=[long_question]))
+        served = server_span(received)
+
+    [asked] = received.children_of(served)
+    sent = json.loads(asked.attributes["gen_ai.input.messages"])
+    answered = json.loads(asked.attributes["gen_ai.output.messages"])
+    sent_text = "".join(part.get("content", "") for message in sent for part in message["parts"])
+    [answer] = answered
+    assert len(sent_text) == MAX_CAPTURED_CHARS
+    assert answer["parts"] == [{"type": "text", "content": (sentence * 4000)[:MAX_CAPTURED_CHARS]}]
 
 
 def test_a_client_that_leaves_mid_stream_ends_both_spans_abandoned(
