@@ -27,9 +27,9 @@ from ..wire import (
     ProxyError,
     UpstreamStatusError,
     data_payloads,
+    decoded_body,
     json_value,
 )
-from .decoding import decoded_body
 from .failures import (
     UPSTREAM_FAILURES,
     failure_kind,
