@@ -52,7 +52,7 @@ def chat_messages(contents: Any) -> list[dict[str, Any]]:
         param = f"contents[{index}]"
         role = content.get("role") if isinstance(content, dict) else None
         role = USER if role is None else role  # a single turn may leave it out
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise invalid("role must be 'user' or 'model'", f"{param}.role")
         parts = _parts(content, param)
         if role == MODEL:
@@ -190,9 +190,12 @@ def _tool_message(
     if not isinstance(name, str) or not name:
         raise invalid("a function response needs a name", param)
     content: Any = _result_text(response.get("response"), param)
+    parts = response.get("parts") or []
+    if not isinstance(parts, list):
+        raise invalid("a function response's parts must be an array", f"{param}.parts")
     media = [
         chat_part
-        for at, part in enumerate(response.get("parts") or ())
+        for at, part in enumerate(parts)
         if (chat_part := _chat_part(part, f"{param}.parts[{at}]")) is not None
     ]
     if media:
@@ -249,14 +252,16 @@ def _chat_part(part: Any, param: str) -> dict[str, Any] | None:
     if kind is None:
         return None
     blob = field(part, kind)
-    mime = field(blob, "mimeType") if isinstance(blob, dict) else None
+    if not isinstance(blob, dict):
+        raise invalid(f"{kind} must be an object", f"{param}.{kind}")
+    mime = field(blob, "mimeType")
     mime = mime if isinstance(mime, str) else ""
     if kind == "inlineData" and isinstance(data := blob.get("data"), str):
         if mime.startswith(IMAGE_MEDIA_PREFIX):
             return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
         if mime.startswith(TEXT_MEDIA_PREFIX):
             return {"type": "text", "text": _decoded_text(data, f"{param}.inlineData.data")}
-    uri = field(blob, "fileUri") if isinstance(blob, dict) else None
+    uri = field(blob, "fileUri")
     if (
         kind == "fileData"
         and mime.startswith(IMAGE_MEDIA_PREFIX)

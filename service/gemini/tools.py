@@ -118,6 +118,8 @@ def _calling_config(tool_config: Any, names: list[str]) -> tuple[list[str], Any]
     """The functions offered and chat's `tool_choice`: ANY is a forced call (of the one
     function allowed, when one is), NONE offers none, AUTO and VALIDATED let the model
     choose; `allowedFunctionNames` narrows what is offered."""
+    if tool_config is not None and not isinstance(tool_config, dict):
+        raise invalid("must be an object", "toolConfig")
     config = named_field(tool_config, "functionCallingConfig") if tool_config else None
     if config is None:
         return names, None
@@ -125,9 +127,9 @@ def _calling_config(tool_config: Any, names: list[str]) -> tuple[list[str], Any]
     if not isinstance(config, dict):
         raise invalid("must be an object", param)
     mode = named_field(config, "mode") or AUTO
-    mode = mode.upper() if isinstance(mode, str) else mode
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode.upper() not in MODES:
         raise invalid("mode must be AUTO, ANY, NONE or VALIDATED", f"{param}.mode")
+    mode = mode.upper()
     allowed = named_field(config, "allowedFunctionNames")
     if allowed is None or mode == NONE:
         offered = names
