@@ -159,10 +159,12 @@ def create_app(settings: Settings) -> FastAPI:
         telemetry=NO_FASTAPI_TELEMETRY,
     )
     # Anthropic's and Google's clients read errors in their API's shape, under every path of
-    # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models).
+    # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models,
+    # and on the models themselves when a Gemini client asks for them).
     shapes = ErrorShapes(
         {MESSAGES_PATH: anthropic_error_answer, BETA_PATH: google_error_answer},
         custom_methods={MODELS_PATH: google_error_answer},
+        shared={MODELS_PATH: (asks_gemini, google_error_answer)},
     )
     install_error_handlers(app, shapes)
     if settings.server_max_concurrency is not None:  # added first: telemetry sees its 503s

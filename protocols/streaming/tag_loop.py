@@ -14,6 +14,7 @@ from ..base import ArgumentsMode, ParserOptions, StreamParser
 from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
+    ErrorKind,
     OnError,
     ParseError,
     Part,
@@ -21,6 +22,7 @@ from ..parts import (
     ThinkStart,
     ToolSpec,
 )
+from .call_hold import MAX_HELD_CHARS
 from .call_opening import CallOpening, Open
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import (
@@ -30,9 +32,10 @@ from .dialect_forms import (
     dialect_search,
 )
 from .invented_result import InventedResult, result_block
-from .marker_scan import MarkerScan, marker_scan
+from .marker_scan import MarkerScan, marker_scan, partial_token_start
 from .off_protocol import OffProtocolAnswer, fenced_call_objects
 from .part_writer import PartWriter
+from .reading_context import MAX_LINE_CHARS
 
 # The reasoning blocks models write, each open tag with the one close tag that ends it:
 # `<think>` (DeepSeek-R1, Qwen3 and most), Seed-OSS's `<seed:think>` and Kimi K3's think
@@ -97,16 +100,18 @@ class TagStreamParser(StreamParser):
     ) -> None:
         """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
         the text are held back by the loop itself (see `_partial_open_start`)."""
+        on_error = on_error or _ignore_error
+        budget = RelaxedParseBudget(options.relaxed_parse_budget_chars)
+        incremental = options.mode is ArgumentsMode.INCREMENTAL
         self._ctx = CallContext(
             out=PartWriter(
-                incremental=options.mode is ArgumentsMode.INCREMENTAL,
-                quoted_lines=options.quoted_lines,
+                on_error, budget, incremental=incremental, quoted_lines=options.quoted_lines
             ),
             tools=DeclaredTools(tools),
-            on_error=on_error or _ignore_error,
+            on_error=on_error,
             mode=options.mode,
             unknown_tools=options.unknown_tools,
-            relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
+            relaxed_budget=budget,
             small_call_chars=options.small_call_chars,
         )
         self._call_opening = CallOpening(self._ctx)
@@ -130,6 +135,13 @@ class TagStreamParser(StreamParser):
         # characters that could begin one, so holding a long block costs linear time.
         self._held_pieces: list[str] = []
         self._held_seam = ""
+        self._held_think_chars = 0  # the text held from the call tag on
+        # The think block held a call tag past MAX_HELD_CHARS: the rest of it is text.
+        self._think_hold_spent = False
+        # The text of a call read whole in a hold (see part_writer), from its open tag on,
+        # while it lasts: past MAX_HELD_CHARS with what the hold holds, it is given up.
+        self._held_call: list[str] | None = None
+        self._held_call_chars = 0
         # The held-back suffix `_pending`, while it is an open tag still being written.
         self._held_open: HeldOpen | None = None
         # The answer's start while it may still be call objects written off the protocol.
@@ -172,9 +184,13 @@ class TagStreamParser(StreamParser):
             self._read_piece(text[start : start + FEED_PIECE_CHARS])
 
     def _read_piece(self, text: str) -> None:
-        if self._answer is not None:
-            if not self._answer.feed(text):
-                held, self._answer = self._answer.text, None  # not off-protocol calls: read it
+        answer = self._answer
+        if answer is not None:
+            if not answer.feed(text):
+                held, self._answer = answer.text, None  # not off-protocol calls: read it
+                if answer.too_long:
+                    message = f"an answer held past {MAX_HELD_CHARS} characters: it is text"
+                    self._ctx.error(ErrorKind.HOLD_LIMIT, message, held[:MAX_LINE_CHARS])
                 self._read(held)
             return
         if self._held_think_call is not None:
@@ -184,6 +200,9 @@ class TagStreamParser(StreamParser):
             if close not in seam:
                 self._held_pieces.append(text)
                 self._held_seam = seam[1 - len(close) :]
+                self._held_think_chars += len(text)
+                if self._held_think_chars > MAX_HELD_CHARS:
+                    self._give_up_think_hold()
                 return
             text = self._take_held_pieces() + text
         if self._held_open is not None:
@@ -242,6 +261,17 @@ class TagStreamParser(StreamParser):
         self._think_close = None
         self._held_think_call = None
         self._read(held)
+
+    def _give_up_think_hold(self) -> None:
+        """The think block held a call tag past MAX_HELD_CHARS, neither closed nor ended:
+        what it holds is think text, and so is the rest of the block."""
+        held = self._pending + self._take_held_pieces()
+        message = f"a think block held a call past {MAX_HELD_CHARS} characters: it is text"
+        self._ctx.error(ErrorKind.HOLD_LIMIT, message, held[:MAX_LINE_CHARS].split("\n")[0])
+        self._held_think_call = None
+        self._think_hold_spent = True
+        self._pending = held
+        self._advance()
 
     def _take_held_pieces(self) -> str:
         held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
@@ -340,8 +370,11 @@ class TagStreamParser(StreamParser):
             if self._call is not None:
                 rest = self._call.consume(self._pending)
                 if rest is None:
+                    if self._held_call is not None:
+                        self._follow_held_call(self._pending)
                     self._pending = ""
                     return
+                self._held_call = None
                 self._after_call = not isinstance(self._call, InventedResult)
                 self._call = None
                 self._pending = rest
@@ -352,7 +385,7 @@ class TagStreamParser(StreamParser):
                     return  # more text is needed to tell
                 self._call, self._pending = after
                 self._after_call = False
-            elif self._call_opening.budget_spent or self._tag_chars.isdisjoint(self._pending):
+            elif self._ctx.out.budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
@@ -362,6 +395,20 @@ class TagStreamParser(StreamParser):
                     return
             elif not self._advance_outside():
                 return
+
+    def _follow_held_call(self, text: str) -> None:
+        """The held call read on through `text`: given up once it and what its hold holds
+        pass MAX_HELD_CHARS, its text and the hold's then text."""
+        held = self._held_call
+        assert held is not None
+        held.append(text)
+        self._held_call_chars += len(text)
+        out = self._ctx.out
+        if self._held_call_chars + out.held_chars > MAX_HELD_CHARS:
+            self._call = self._held_call = None
+            message = f"a held call passed {MAX_HELD_CHARS} characters undecided: it is text"
+            self._ctx.error(ErrorKind.HOLD_LIMIT, message, held[0])
+            out.held_call_given_up("".join(held))
 
     def _holds_call(self, text: str) -> bool:
         return self._locate(text, self._outside, 0)[0] is not None
@@ -374,7 +421,9 @@ class TagStreamParser(StreamParser):
         scan_from = max(0, (self._held_think_call or 0) - len(close) + 1)
         end = text.find(close, scan_from)
         waiting, ruled_out = len(text), 0
-        if self._held_think_call is None:
+        if self._think_hold_spent:
+            waiting = partial_token_start(text, (close,))
+        elif self._held_think_call is None:
             searched, self._searched = self._searched, 0
             call, waiting, ruled_out = self._locate(
                 text[: end if end != -1 else len(text)], self._insides[close], searched
@@ -386,7 +435,7 @@ class TagStreamParser(StreamParser):
                 self._held_think_call = 0
         if end == -1:
             if self._held_think_call is not None:
-                self._held_think_call = len(text)
+                self._held_think_call = self._held_think_chars = len(text)
                 self._held_seam = text[1 - len(close) :]
                 return False
             self._hold(text, waiting, ruled_out)
@@ -395,6 +444,7 @@ class TagStreamParser(StreamParser):
         out.marker(ThinkEnd(close))
         self._think_close = None
         self._held_think_call = None
+        self._think_hold_spent = False
         self._pending = text[end + len(close) :]
         return True
 
@@ -412,6 +462,9 @@ class TagStreamParser(StreamParser):
             return True
         if call is not None:
             self._call, self._pending = self._call_opening.open(text, call, self._open_call)
+            if self._call is not None and self._call_opening.reads_held_call:
+                open_tag = text[call[0] : call[1]]
+                self._held_call, self._held_call_chars = [open_tag], len(open_tag)
             return True
         self._hold(text, waiting, ruled_out)
         return False

@@ -397,6 +397,15 @@ def test_an_unknown_method_is_a_404_in_googles_shape(proxy: Proxy) -> None:
     assert response.json()["error"]["status"] == "NOT_FOUND"
 
 
+def test_an_unknown_model_asked_by_a_gemini_client_on_v1_is_a_404_in_googles_shape(
+    proxy: Proxy,
+) -> None:
+    response = proxy.http.get("/v1/models/no-such-model", params={"key": "k"})
+
+    assert response.status_code == 404
+    assert response.json()["error"]["status"] == "NOT_FOUND"
+
+
 def test_built_in_tools_are_left_out_and_counted(upstream: ScriptedUpstream, proxy: Proxy) -> None:
     upstream.script(Reply("Sunny."))
     tools = [*TOOLS, types.Tool(google_search=types.GoogleSearch())]
