@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..base import StreamParser
 from ..parts import Part, TextDelta, ThinkEnd, ThinkStart
-from .tag_loop import THINK_TAGS
+from .think_tags import THINK_TAGS
 
 TEXT_ID = "text"
 

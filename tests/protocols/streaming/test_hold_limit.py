@@ -14,7 +14,7 @@ from parser_harness import PROTOCOL_NAMES, Result, check_contract, run, sample_c
 
 from protocols import ErrorKind
 from protocols.streaming.call_hold import MAX_HELD_CHARS
-from protocols.streaming.tag_loop import THINK_TAGS
+from protocols.streaming.think_tags import THINK_TAGS
 
 STEP = 4096  # an upstream read's worth of text per feed
 FLOOD_CHARS = 2 * MAX_HELD_CHARS + STEP

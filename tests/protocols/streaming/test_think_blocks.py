@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols import Part, TextDelta, ThinkEnd, ThinkStart
-from protocols.streaming.tag_loop import THINK_TAGS
 from protocols.streaming.think_blocks import ThinkBlocks
+from protocols.streaming.think_tags import THINK_TAGS
 
 PAIRS = [pytest.param(open_tag, close, id=open_tag) for open_tag, close in THINK_TAGS.items()]
 
