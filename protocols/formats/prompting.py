@@ -68,6 +68,8 @@ def tools_prompt(
             *(f"- {rule}" for rule in rules),
             f"- {how_many} After your calls, stop writing: each result comes back to you in"
             f" {results_in}.",
+            "- A call that needs what another call returns waits for it: make the first call,"
+            " stop, and write the next one once its result is back.",
             "- When no tool is needed, answer in plain text, without any call.",
             *([f"- {reminder}"] if reminder else []),
         ]

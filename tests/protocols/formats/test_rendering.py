@@ -72,6 +72,18 @@ def test_json_mix_shows_several_calls_as_one_array_unless_one_call_is_asked_for(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("single_call", [False, True], ids=["several", "one"])
+def test_render_tools_asks_a_call_built_on_another_to_wait_for_its_result(
+    protocol: str, single_call: bool
+) -> None:
+    """Small models wrote a read and the write that needs what it returns in one answer,
+    the value guessed or left as a placeholder."""
+    text = get_protocol(protocol).render_tools(TOOLS, single_call=single_call)
+
+    assert "needs what another call returns waits for it" in text
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 def test_single_call_asks_for_one_call(protocol: str) -> None:
     renderer = get_protocol(protocol)
     assert ONE_CALL_ONLY.search(renderer.render_tools(TOOLS, single_call=True))
