@@ -16,7 +16,15 @@ from starlette.responses import Response
 from ..observability import ParserTrace
 from ..settings import Settings
 from ..upstream import ClosingResponse, UpstreamStream
-from ..wire import EVENT_STREAM, EventStream, ProxyError, joined_when_ready, json_response
+from ..wire import (
+    EVENT_STREAM,
+    EventStream,
+    PingsBetweenEvents,
+    ProxyError,
+    joined_when_ready,
+    json_response,
+    keepalive_event,
+)
 from .engine import Answer
 from .event_writer import PIECE_CHARS
 from .events import AnswerEnd, CallDelta, ContentDelta, Event, Failure, ReasoningDelta, Sent, Writer
@@ -160,12 +168,15 @@ def traced_event_response(
         events = trace.client_events(events)
     # At shutdown sse-starlette would end the stream at once; it gets DRAIN_TIMEOUT to finish,
     # as uvicorn gives the whole server (`timeout_graceful_shutdown`).
-    response = EventSourceResponse(
-        joined_when_ready(events),
-        media_type=media_type,
-        ping=KEEPALIVE_PING_SECONDS if keepalive else NO_KEEPALIVE,
-        sep="\n",
-        shutdown_grace_period=settings.drain_timeout,
+    response: Response = PingsBetweenEvents(
+        EventSourceResponse(
+            joined_when_ready(events),
+            media_type=media_type,
+            ping=KEEPALIVE_PING_SECONDS if keepalive else NO_KEEPALIVE,
+            ping_message_factory=keepalive_event,
+            sep="\n",
+            shutdown_grace_period=settings.drain_timeout,
+        )
     )
     if upstream is None:
         return response

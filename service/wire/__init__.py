@@ -32,6 +32,7 @@ from .headers import (
     upstream_headers,
 )
 from .json import JSON_MEDIA_TYPE, json_bytes, json_response, json_value
+from .keepalive import KEEPALIVE, PingsBetweenEvents, keepalive_event
 from .sse import (
     DONE,
     DONE_EVENT,
@@ -54,6 +55,7 @@ __all__ = [
     "GOOGLE_KEY_PARAMETER",
     "INVALID_REQUEST",
     "JSON_MEDIA_TYPE",
+    "KEEPALIVE",
     "SERVER_ERROR",
     "UPSTREAM_ERROR",
     "BodyDecoder",
@@ -62,6 +64,7 @@ __all__ = [
     "EventStream",
     "HeaderPairs",
     "LineSplitter",
+    "PingsBetweenEvents",
     "ProxyError",
     "UpstreamStatusError",
     "client_authorization",
@@ -76,6 +79,7 @@ __all__ = [
     "json_bytes",
     "json_response",
     "json_value",
+    "keepalive_event",
     "limited_stream",
     "read_limited",
     "upstream_authorization",
