@@ -31,7 +31,7 @@ from .dialect_forms import (
 )
 from .invented_result import InventedResult, result_block
 from .marker_scan import MarkerScan, marker_scan
-from .off_protocol import OffProtocolAnswer, fenced_call_objects
+from .off_protocol import OffProtocolAnswer, emit_call_objects, fenced_call_objects
 from .part_writer import PartWriter
 
 # The reasoning blocks models write, each open tag with the one close tag that ends it:
@@ -210,8 +210,7 @@ class TagStreamParser(StreamParser):
         if self._answer is not None:
             answer, self._answer = self._answer, None
             calls = answer.calls(self._ctx.relaxed_budget)
-            if calls is not None:
-                self._ctx.complete_calls(calls, answer.text)
+            if calls is not None and emit_call_objects(self._ctx, calls, answer.text):
                 out.end()
                 return out.take()
             self._read(answer.text)
@@ -249,11 +248,8 @@ class TagStreamParser(StreamParser):
 
     def _fenced_calls(self, original: str) -> bool:
         """Emit the calls a fence of JSON after prose holds (see `call_hold`), if it does."""
-        calls = fenced_call_objects(original, self._declared, self._ctx.relaxed_budget)
-        if calls is None:
-            return False
-        self._ctx.complete_calls(calls, original)
-        return True
+        calls = fenced_call_objects(original, self._ctx.relaxed_budget)
+        return calls is not None and emit_call_objects(self._ctx, calls, original)
 
     def _opens_call(self, text: str) -> bool:
         call, _, _ = self._locate(text, self._outside, 0)
