@@ -14,6 +14,7 @@ from ..base import ArgumentsMode, ParserOptions, StreamParser
 from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools
 from ..parts import (
+    ErrorKind,
     OnError,
     ParseError,
     Part,
@@ -171,7 +172,14 @@ class TagStreamParser(StreamParser):
         for start in range(0, len(text), FEED_PIECE_CHARS):
             self._read_piece(text[start : start + FEED_PIECE_CHARS])
 
+    @property
+    def ended(self) -> bool:
+        return self._ctx.out.ended
+
     def _read_piece(self, text: str) -> None:
+        if self._ctx.out.ended:  # not the model's answer: kept for its record, not read
+            self._ctx.out.after_end(text)
+            return
         if self._answer is not None:
             if not self._answer.feed(text):
                 held, self._answer = self._answer.text, None  # not off-protocol calls: read it
@@ -230,6 +238,14 @@ class TagStreamParser(StreamParser):
             out.marker(ThinkEnd(""))
             self._think_close = None
         out.end()
+        after = out.take_after_end()
+        if after.strip():
+            self._ctx.error(
+                ErrorKind.INVENTED_RESULT,
+                "the answer ended at the result the model wrote for its call: what followed it,"
+                " built on that result, is dropped",
+                after,
+            )
         return out.take()
 
     def _end_think_holding_call(self) -> None:
@@ -333,7 +349,10 @@ class TagStreamParser(StreamParser):
 
     def _advance(self) -> None:
         while self._pending:
-            if self._call is not None:
+            if self._ctx.out.ended:
+                self._ctx.out.after_end(self._pending)
+                self._pending = ""
+            elif self._call is not None:
                 rest = self._call.consume(self._pending)
                 if rest is None:
                     self._pending = ""
