@@ -85,8 +85,8 @@ class ChatExchange:
         record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
         self._request = request
         self._context = context
-        self.chat = chat
         self._target = context.router.target_for(model)
+        self.chat = chat.under_route(self._target.single_call)
         self._url = self._target.chat_url
         self._held_whole = held_whole
         self._check = CallCheck(chat.tools, chat.strict_tools)
