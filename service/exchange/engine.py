@@ -37,7 +37,7 @@ from .hosted_tools import count_dropped_tools
 from .parsing import OutputParsing
 from .repair import CallRepair
 from .request import ChatRequest, ChoiceMode
-from .rewrite import FORCED_CHOICES, rewrite_request
+from .rewrite import FORCED_CHOICES, joined_turns, rewrite_request
 from .stream import Events, stream_events
 from .whole import whole_events
 
@@ -105,7 +105,9 @@ class ChatExchange:
         sent for one that calls tools itself (the model renamed by a route)."""
         target, chat = self._target, self.chat
         if target.native_tools:  # the tools and `tool_choice` included
-            return chat.body if target.model is None else {**chat.body, "model": target.model}
+            body = chat.body if target.model is None else {**chat.body, "model": target.model}
+            messages = joined_turns(chat.messages)
+            return body if messages is chat.messages else {**body, "messages": messages}
         return rewrite_request(
             chat, self.protocol, target.model, structured_output=target.structured_output
         )

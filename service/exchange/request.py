@@ -76,6 +76,15 @@ class ChatRequest:
         return isinstance(options, dict) and options.get("include_usage") is True
 
 
+def assistant_message(texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message of a front door's history: its text joined (null for none), and
+    its calls, if it made any, as chat tool calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
 def _texts(content: Any) -> list[str]:
     """A message content's text: a string, or the text of its parts."""
     if isinstance(content, str):
