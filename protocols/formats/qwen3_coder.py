@@ -61,17 +61,14 @@ _OPEN_HEAD = re.compile(
 _WRAPPER = re.compile(f"{CALL_START}{GAP}")
 # What ends a value: its close tag, or (tolerated when that is missing) what follows it.
 _VALUE_ENDS = (PARAMETER_END, PARAMETER_START, FUNCTION_END)
-# `<parameter>NAME>`, a slip for `<parameter=NAME>` a small Qwen model made, is that
-# parameter too: its name cannot be read otherwise.
-_PARAMETER_OPEN = "<parameter[=>]"
 GRAMMAR = KeyedValuesGrammar(
     # A new call's start tag ends a call cut short.
     body_tag=re.compile(
-        rf"{_PARAMETER_OPEN}(?P<key>{NAME})>|{FUNCTION_END}|{CALL_END}|{CALL_START}|"
+        rf"{PARAMETER_START}(?P<key>{NAME})>|{FUNCTION_END}|{CALL_END}|{CALL_START}|"
         f"{FUNCTION_START}"
     ),
     body_head=re.compile(
-        rf"{_PARAMETER_OPEN}{NAME}|"
+        rf"{PARAMETER_START}{NAME}|"
         rf"{prefixes(PARAMETER_START, FUNCTION_END, CALL_END, CALL_START, FUNCTION_START)}"
     ),
     value_ends=_VALUE_ENDS,
@@ -80,6 +77,8 @@ GRAMMAR = KeyedValuesGrammar(
     call_ends=(CALL_END,),
     call_starts=(CALL_START, FUNCTION_START),
     element_keys=True,
+    # `<parameter>NAME>`, a slip for `<parameter=NAME>` a small Qwen model made.
+    slipped_key_open="<parameter>",
 )
 # Enough to see a whole `<tool_call>`, gap and `<function=name` at the end of the text.
 _OPEN_WINDOW = len(CALL_START) + MAX_GAP_CHARS + len(FUNCTION_START) + MAX_NAME_CHARS

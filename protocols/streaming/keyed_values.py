@@ -65,6 +65,9 @@ class KeyedValuesGrammar:
     # its tool declares (`<content>...</content>` for `<parameter=content>`): a small
     # Qwen model wrote a file's content so, and the call went out without it.
     element_keys: bool = False
+    # With `element_keys`: an open tag that names a declared parameter when its name and a
+    # `>` follow it (`<parameter>content>`), its value ended as the grammar's values are.
+    slipped_key_open: str = ""
 
 
 # A name a parameter element can have: what a tag's name holds.
@@ -76,12 +79,16 @@ def _with_elements(
     grammar: KeyedValuesGrammar, keys: tuple[str, ...]
 ) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The grammar's tag between parameters and its head, with an element for each of
-    `keys` (in the group `element`). Built once per tool's parameters, not per call."""
-    elements = "|".join(map(re.escape, keys))
-    return (
-        re.compile(f"{grammar.body_tag.pattern}|<(?P<element>{elements})>"),
-        re.compile(f"{grammar.body_head.pattern}|{prefixes(*(f'<{key}>' for key in keys))}"),
-    )
+    `keys` (in the group `element`) and the slipped open tag naming each (in the group
+    `slipped`). Only declared names: these forms say less than the grammar's own tags.
+    Built once per tool's parameters, not per call."""
+    names = "|".join(map(re.escape, keys))
+    tags = [f"<{key}>" for key in keys]
+    tag = f"{grammar.body_tag.pattern}|<(?P<element>{names})>"
+    if grammar.slipped_key_open:
+        tag += f"|{re.escape(grammar.slipped_key_open)}(?P<slipped>{names})>"
+        tags += [f"{grammar.slipped_key_open}{key}>" for key in keys]
+    return re.compile(tag), re.compile(f"{grammar.body_head.pattern}|{prefixes(*tags)}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -208,8 +215,9 @@ class KeyedValuesCall(CallScanner):
                         self._sender.call, ErrorKind.PARSE_BUDGET, str(error), original
                     )
                     return text[position:]
-                element = found.groupdict().get("element")
-                self._begin_value(element or found.group("key"), element)
+                named = found.groupdict()
+                element = named.get("element")
+                self._begin_value(element or named.get("slipped") or named["key"], element)
 
     def _after_function(self, text: str, position: int) -> str | None:
         """Take the wrapper's close tag (`</tool_call>`) if it follows; the gap before it
