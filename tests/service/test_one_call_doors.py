@@ -125,6 +125,18 @@ def test_a_route_gives_one_call_to_clients_that_say_nothing(
     _closed(upstream, stream)
 
 
+def test_a_response_says_it_made_one_call_where_the_route_gave_one(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
+) -> None:
+    upstream.script(Reply(WEATHER), Reply(WEATHER))
+    tools = [flat_function(tool) for tool in TOOLS]
+
+    one = respond(start_proxy(single_call=True), stream, input="Weather?", tools=tools)
+    several = respond(start_proxy(), stream, input="Weather?", tools=tools)
+
+    assert (one["parallel_tool_calls"], several["parallel_tool_calls"]) == (False, True)
+
+
 def test_a_routes_file_route_gives_one_call_and_others_keep_parallel_calls(
     upstream: ScriptedUpstream, start_proxy: StartProxy, tmp_path: Path, stream: bool
 ) -> None:
