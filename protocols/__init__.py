@@ -48,6 +48,7 @@ from .parts import (
 from .quoted_lines import QuotedLines
 from .streaming.commit_policy import new_call_id
 from .streaming.dialect_forms import DIALECT_MODULES
+from .streaming.think_blocks import ThinkBlocks
 
 DIALECT_MODULES.importer = lambda: importlib.import_module(".dialects", __name__)
 
@@ -71,6 +72,7 @@ __all__ = [
     "TextDelta",
     "TextEnd",
     "TextStart",
+    "ThinkBlocks",
     "ThinkEnd",
     "ThinkStart",
     "ToolCall",

@@ -100,6 +100,7 @@ class ErrorKind(StrEnum):
     TOOL_NAME_SPELLING = "tool_name_spelling"  # a call made under the name its written one spells
     PARSE_BUDGET = "parse_budget"  # the response's parse budget is spent: the rest is text
     INVENTED_RESULT = "invented_result"  # a result written for its own call: dropped
+    HOLD_LIMIT = "hold_limit"  # held past the read-ahead's bound, undecided: it is text
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,18 @@ from .gemini import (
     asks_gemini,
     gemini_model,
     gemini_models,
-    google_error,
+    google_error_answer,
     model_method,
 )
-from .messages import MESSAGES_PATH, anthropic_error_of, count_tokens, create_message
+from .messages import (
+    MESSAGES_PATH,
+    anthropic_error_answer,
+    anthropic_model,
+    anthropic_models,
+    asks_anthropic,
+    count_tokens,
+    create_message,
+)
 from .observability import (
     ObservedClient,
     ParserDebug,
@@ -39,9 +47,11 @@ from .observability import (
 )
 from .passthrough import forward, list_models, upstream_ready
 from .responses import (
+    CONVERSATIONS_PATH,
     ResponseStore,
     cancel_response,
     compact_conversation,
+    conversations_not_served,
     count_input_tokens,
     create_response,
     delete_response,
@@ -150,10 +160,12 @@ def create_app(settings: Settings) -> FastAPI:
         telemetry=NO_FASTAPI_TELEMETRY,
     )
     # Anthropic's and Google's clients read errors in their API's shape, under every path of
-    # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models).
+    # it (Google's under a model's methods on /v1 too, where OpenAI's clients list models,
+    # and on the models themselves when a Gemini client asks for them).
     shapes = ErrorShapes(
-        {MESSAGES_PATH: anthropic_error_of, BETA_PATH: google_error},
-        custom_methods={MODELS_PATH: google_error},
+        {MESSAGES_PATH: anthropic_error_answer, BETA_PATH: google_error_answer},
+        custom_methods={MODELS_PATH: google_error_answer},
+        shared={MODELS_PATH: (asks_gemini, google_error_answer)},
     )
     install_error_handlers(app, shapes)
     if settings.server_max_concurrency is not None:  # added first: telemetry sees its 503s
@@ -228,6 +240,13 @@ def create_app(settings: Settings) -> FastAPI:
     ) -> Response:
         return await cancel_response(_store(request), owner, response_id)
 
+    @app.api_route(CONVERSATIONS_PATH, methods=FORWARDED_METHODS, dependencies=client_key)
+    @app.api_route(
+        f"{CONVERSATIONS_PATH}/{{path:path}}", methods=FORWARDED_METHODS, dependencies=client_key
+    )
+    async def conversations() -> Response:
+        raise conversations_not_served()
+
     @app.post(MESSAGES_PATH, dependencies=client_key)
     async def messages(request: Request) -> Response:
         return await create_message(request, _context(request))
@@ -239,13 +258,19 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/v1/models", dependencies=gemini_key)
     async def models(request: Request) -> Response:
         listed = await list_models(request, _context(request))
-        return json_response(gemini_models(listed) if asks_gemini(request) else listed)
+        if asks_gemini(request):
+            return json_response(gemini_models(listed))
+        return json_response(anthropic_models(listed) if asks_anthropic(request) else listed)
 
     @app.get("/v1/models/{model:path}", dependencies=gemini_key)
     async def model(request: Request, model: str) -> Response:
-        if not asks_gemini(request):
-            return await forward(request, _context(request))
-        return json_response(gemini_model(await list_models(request, _context(request)), model))
+        if asks_gemini(request):
+            listed = await list_models(request, _context(request))
+            return json_response(gemini_model(listed, model))
+        if asks_anthropic(request):
+            listed = await list_models(request, _context(request))
+            return json_response(anthropic_model(listed, model))
+        return await forward(request, _context(request))
 
     @app.post(f"{BETA_PATH}/models/{{target:path}}", dependencies=gemini_key)
     @app.post(f"{MODELS_PATH}/{{target:path}}", dependencies=gemini_key)

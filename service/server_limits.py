@@ -16,6 +16,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -76,10 +77,11 @@ BUSY_BODY = error_body(
 )
 
 
-def busy(path: str, shapes: ErrorShapes) -> Response:
+def busy(connection: HTTPConnection, shapes: ErrorShapes) -> Response:
+    body, status = shapes.shaped(connection, BUSY_BODY, 503)
     return Response(
-        json_bytes(shapes.shaped(path, BUSY_BODY, 503)),
-        status_code=503,
+        json_bytes(body),
+        status_code=status,
         headers={"retry-after": str(RETRY_AFTER_SECONDS)},
         media_type=JSON_MEDIA_TYPE,
     )
@@ -190,7 +192,7 @@ class InFlightLimit:
         if scope["type"] != "http" or scope["path"] in self._exempt:
             await self._app(scope, receive, send)
         elif self._in_flight >= self._limit:
-            await busy(scope["path"], self._shapes)(scope, receive, send)
+            await busy(HTTPConnection(scope), self._shapes)(scope, receive, send)
         else:
             self._in_flight += 1
             try:

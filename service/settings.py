@@ -133,6 +133,22 @@ class HostedTools(StrEnum):
     REJECT = "reject"  # a 400 naming the tool, for deployments that want clients told
 
 
+class ReasoningField(StrEnum):
+    """The field of a chat message (and of a streamed delta) that carries the reasoning:
+    vLLM, DeepSeek and most clients read `reasoning_content`; OpenRouter-style clients and
+    OpenAI's gpt-oss checks read `reasoning`."""
+
+    REASONING_CONTENT = "reasoning_content"
+    REASONING = "reasoning"
+    BOTH = "both"
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        if self is ReasoningField.BOTH:
+            return (ReasoningField.REASONING_CONTENT.value, ReasoningField.REASONING.value)
+        return (self.value,)
+
+
 class Settings(BaseSettings):
     """The proxy's configuration. `Settings()` reads the environment; tests pass fields."""
 
@@ -169,6 +185,7 @@ class Settings(BaseSettings):
     routes_file: Path | None = None
     max_request_bytes: int = Field(default=DEFAULT_MAX_REQUEST_BYTES, ge=1)
     think_as_reasoning: bool = False
+    chat_reasoning_field: ReasoningField = ReasoningField.REASONING_CONTENT
     tool_arguments_streaming: ArgumentsMode = ArgumentsMode.INCREMENTAL
     unknown_tools: UnknownTools = UnknownTools.CALL
     # Calls with arguments under this many characters are sent once decided (see

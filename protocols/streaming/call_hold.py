@@ -8,7 +8,11 @@ other text follows, then read as call objects.
 
 `CallHold` records what arrives while it holds (text, call parts) and tells when it is
 decided and how; the part writer then replays the records: as calls (the text held is
-their layout), or as text (each call as its original text)."""
+their layout), or as text (each call as its original text).
+
+A hold writes nothing to the client while it lasts, so nothing it holds slows the upstream's
+read (the service reads ahead of a client only as far as events wait for it): past
+MAX_HELD_CHARS it gives up, and what it holds is text."""
 
 from __future__ import annotations
 
@@ -25,6 +29,13 @@ from .reading_context import (
     announces_action,
     closings_only,
 )
+
+# The most characters any hold of the parser keeps before it gives up and what it holds is
+# text (a HOLD_LIMIT record): the service's read-ahead of a client (1 MiB of events), so a
+# held answer costs what an answer read ahead does. A JSON fence after prose or a think
+# block holding a call tag, held to the end, otherwise held the whole answer: a 300 MB
+# firehose grew the proxy by 1.5 GB with a client that never read.
+MAX_HELD_CHARS = 1024 * 1024
 
 
 class Phase(Enum):
@@ -44,6 +55,7 @@ class Outcome(Enum):
     CALLS = auto()
     TEXT = auto()
     JSON = auto()  # the held text is a fence to be read as call objects
+    TOO_LONG = auto()  # it holds more than MAX_HELD_CHARS: all it holds is text
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +81,28 @@ class CallHold:
         "_context",
         "_fence",
         "_line_start",
+        "_pay_line",
         "_quoted_from",
         "_read_json",
+        "held_chars",
         "phase",
         "records",
         "tail",
     )
 
     def __init__(
-        self, context: ReadingContext, phase: Phase, *, read_json: bool, opening: str = ""
+        self,
+        context: ReadingContext,
+        phase: Phase,
+        *,
+        read_json: bool,
+        pay_line: Callable[[str], bool],
+        opening: str = "",
     ) -> None:
         self._context = context
+        # Charges the parse budget for a line held (given its text): False when it cannot
+        # pay, and the rest of the output is text. A line after a call is paid by the call.
+        self._pay_line = pay_line
         self._read_json = read_json  # a fence of JSON after prose may hold calls
         self._fence: Fence | None = context.fence  # the fence the held calls are in
         self.phase = phase
@@ -87,6 +110,7 @@ class CallHold:
         # Text taken last that follows the calls as text when they are decided calls (the
         # line that opened a new fence after them).
         self.tail = ""
+        self.held_chars = 0  # the text and the calls' originals held
         self._line_start = 0  # the record the current line begins at
         self._after = ""  # in LINE: what followed the last call on its line so far
         # In LINE: the prose before the first call ended a sentence, so its line break ends
@@ -106,6 +130,8 @@ class CallHold:
     def call(self, verdict: Verdict) -> Outcome:
         """A call form begins, with `verdict`: WAIT to hold it too, else how the hold ends
         first (the form is then read as its verdict says)."""
+        if self.too_long:
+            return Outcome.TOO_LONG
         phase = self.phase
         if verdict is Verdict.HOLD_FENCE and phase in (Phase.FENCE_START, Phase.FENCE):
             self.phase, self._fence = Phase.FENCE, self._context.fence
@@ -121,7 +147,20 @@ class CallHold:
             return self._after_line_decided()
         return Outcome.TEXT  # the held text or fence is followed by a call: not calls alone
 
+    @property
+    def too_long(self) -> bool:
+        return self.held_chars > MAX_HELD_CHARS
+
+    def opening(self) -> str:
+        """What the hold began with: the line that may open a fence, or its first call."""
+        first = self.records[0] if self.records else ""
+        return first.original if isinstance(first, ToolCall) else str(first)
+
     def part(self, part: Part | HeldResult) -> None:
+        if isinstance(part, ToolCall):
+            self.held_chars += len(part.original)
+        elif isinstance(part, HeldResult):
+            self.held_chars += len(part.text)
         self.records.append(part)
         self._line_start = len(self.records)
         self._after = ""
@@ -131,6 +170,8 @@ class CallHold:
         (WAIT: all of it was taken, and the hold goes on)."""
         taken = 0
         while taken < len(text):
+            if self.too_long:
+                return taken, Outcome.TOO_LONG
             phase = self.phase
             if phase is Phase.LINE:
                 rest = text[taken:]
@@ -196,9 +237,12 @@ class CallHold:
                 continue
             end = text.find("\n", taken)
             end = len(text) if end == -1 else end + 1
-            self._take(text[taken:end])
+            line = text[taken:end]
+            self._take(line)
             taken = end
             ended = text[end - 1] == "\n"
+            if ended and phase not in (Phase.OPENING, Phase.FENCE) and not self._pay_line(line):
+                return taken, Outcome.TEXT
             outcome = self._line_taken(ended)
             if ended:
                 self._line_start = len(self.records)
@@ -209,6 +253,8 @@ class CallHold:
     def end(self) -> Outcome:
         """The output ended, or a think block begins: the hold ends here."""
         self._context.finish()
+        if self.too_long:
+            return Outcome.TOO_LONG
         phase, fence = self.phase, self._context.fence
         if phase is Phase.JSON:
             return Outcome.JSON if fence is None else Outcome.TEXT  # unclosed: no call
@@ -255,6 +301,7 @@ class CallHold:
     def _take(self, text: str) -> None:
         self._context.feed(text)
         self.records.append(text)
+        self.held_chars += len(text)
 
     def _line_taken(self, ended: bool) -> Outcome:
         """The outcome after a piece of a line was taken (`ended`: with its line break)."""

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from ..base import ArgumentsMode, UnknownTools
 from ..lenient.relaxed_json import RelaxedJSONError
-from ..parts import ErrorKind
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import OpenForm
 from .reading_context import Verdict
@@ -27,15 +26,21 @@ class CallOpening:
     or a dialect's (whose calls name declared tools only, whatever UNKNOWN_TOOLS says), and
     of each the one a held call is read whole through."""
 
-    __slots__ = ("_ctx", "_dialect_ctx", "_held_ctx", "_held_dialect_ctx", "budget_spent")
+    __slots__ = (
+        "_ctx",
+        "_dialect_ctx",
+        "_held_ctx",
+        "_held_dialect_ctx",
+        "reads_held_call",
+    )
 
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
         self._dialect_ctx = ctx.with_unknown_tools(UnknownTools.TEXT)
         self._held_ctx = dataclasses.replace(ctx, mode=ArgumentsMode.ATOMIC)
         self._held_dialect_ctx = dataclasses.replace(self._dialect_ctx, mode=ArgumentsMode.ATOMIC)
-        # The parse budget could not pay for another call: the rest of the output is text.
-        self.budget_spent = False
+        # The last call opened is read whole, held until the text after it decides.
+        self.reads_held_call = False
 
     def open(self, text: str, call: Open, open_own: OpenOwnCall) -> tuple[CallScanner | None, str]:
         """Write the text before `call`, found in `text`, and begin it: the scanner that
@@ -49,11 +54,11 @@ class CallOpening:
         try:
             self._ctx.relaxed_budget.spend_calls()
         except RelaxedJSONError as error:
-            self._ctx.error(ErrorKind.PARSE_BUDGET, f"{error}: the rest is text", text[start:end])
-            self.budget_spent = True
+            out.budget_refused(error, text[start:end])
             return None, text[start:]
         verdict = out.begin_call(text[start:end])
         held = verdict is not Verdict.CALL
+        self.reads_held_call = held and verdict is not Verdict.TEXT
         scanner = None
         if verdict is Verdict.TEXT:  # shown, not written to act: its open tag is text
             out.text(text[start:end])

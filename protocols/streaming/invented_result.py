@@ -5,7 +5,8 @@ answer, a client would show the user a made-up result as the model's reply, and 
 back in the history as if the assistant had said it. So a result block right after a call
 is dropped from the answer, with an `invented_result` error record holding its text. A
 block that holds a call is no result but a wrapper around calls, and a block cut off by the
-output's end stays text."""
+output's end stays text, as does one that goes on past MAX_HELD_CHARS (a `hold_limit`
+record): it is held until its closing, and nothing held may outgrow the read-ahead."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from ..parts import ErrorKind
+from .call_hold import MAX_HELD_CHARS
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import prefixes
 from .marker_scan import partial_token_start
@@ -70,6 +72,7 @@ class InventedResult(CallScanner):
         self._closing = _CLOSINGS[opening.group(1)]
         self._holds_call = holds_call
         self._body: list[str] = []
+        self._body_chars = 0
         self._held = ""  # the body's end, which may still become the closing
 
     def consume(self, text: str) -> str | None:
@@ -78,8 +81,14 @@ class InventedResult(CallScanner):
         if end == -1:
             safe = partial_token_start(text, (self._closing,))
             self._body.append(text[:safe])
+            self._body_chars += safe
             self._held = text[safe:]
-            return None
+            if self._body_chars <= MAX_HELD_CHARS:
+                return None
+            message = f"a result block held past {MAX_HELD_CHARS} characters: it is text"
+            self._ctx.error(ErrorKind.HOLD_LIMIT, message, self._opening)
+            self.finish()
+            return ""
         body = "".join(self._body) + text[:end]
         rest = text[end + len(self._closing) :]
         if self._holds_call(body):

@@ -26,6 +26,7 @@ from ..lenient.relaxed_json import (
 )
 from ..lenient.tool_names import DeclaredTools
 from ..parts import ErrorKind
+from .call_hold import MAX_HELD_CHARS
 from .commit_policy import CallContext
 from .dialect_forms import AnswerForm, could_name, resolve_tool_name
 
@@ -104,6 +105,7 @@ class OffProtocolAnswer:
         self._form: AnswerForm | None = None  # the dialect of the calls, None for objects
         self._head = ""  # the answer until its first object is found (a few characters)
         self._rest: list[str] = []  # what follows, kept in pieces: a long answer is held
+        self._rest_chars = 0
         self._json_start: int | None = None  # where in `_head` the first object begins
         self._values = TopLevelReader()  # what lies between the objects, from the first on
         # What may end the answer after its objects: the fence's and the tag's closings.
@@ -114,10 +116,16 @@ class OffProtocolAnswer:
     def text(self) -> str:
         return self._head + "".join(self._rest)
 
+    @property
+    def too_long(self) -> bool:
+        """Held past MAX_HELD_CHARS: the answer is no longer held, whatever it is."""
+        return self._rest_chars > MAX_HELD_CHARS
+
     def feed(self, text: str) -> bool:
         if self._json_start is not None:
             self._rest.append(text)
-            return self._follow_json(text)
+            self._rest_chars += len(text)
+            return not self.too_long and self._follow_json(text)
         self._head += text
         if self._find_json_start():
             assert self._json_start is not None

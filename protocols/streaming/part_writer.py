@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget
 from ..parts import (
+    ErrorKind,
+    OnError,
+    ParseError,
     Part,
     TextDelta,
     TextEnd,
@@ -20,7 +24,7 @@ from ..parts import (
     ToolCallUnfinished,
 )
 from ..quoted_lines import NO_QUOTED_LINES, QuotedLines
-from .call_hold import CallHold, HeldResult, Outcome, Phase
+from .call_hold import MAX_HELD_CHARS, CallHold, HeldResult, Outcome, Phase
 from .call_shell import CallShell
 from .reading_context import ReadingContext, Verdict
 
@@ -46,21 +50,33 @@ class PartWriter:
         "_after_end",
         "_block",
         "_blocks",
+        "_budget",
         "_called",
         "_hold",
         "_incremental",
+        "_on_error",
         "_parts",
         "_run",
         "_run_of",
         "_shell",
+        "budget_spent",
         "context",
         "ended",
         "fenced_calls",
     )
 
     def __init__(
-        self, *, incremental: bool = False, quoted_lines: QuotedLines = NO_QUOTED_LINES
+        self,
+        on_error: OnError,
+        budget: RelaxedParseBudget,
+        *,
+        incremental: bool = False,
+        quoted_lines: QuotedLines = NO_QUOTED_LINES,
     ) -> None:
+        self._on_error = on_error
+        self._budget = budget
+        # The parse budget could not pay for a call or a hold: the rest of the output is text.
+        self.budget_spent = False
         self._parts: list[Part] = []
         self._block: str | None = None
         self._blocks = 0
@@ -99,7 +115,9 @@ class PartWriter:
             self.context.called()
         elif verdict is not Verdict.TEXT:
             phase = Phase.LINE if verdict is Verdict.HOLD_LINE else Phase.FENCE
-            self._hold = CallHold(self.context, phase, read_json=False, opening=opening)
+            self._hold = CallHold(
+                self.context, phase, read_json=False, pay_line=self._paid, opening=opening
+            )
         return verdict
 
     def text(self, text: str) -> None:
@@ -115,6 +133,9 @@ class PartWriter:
                 self._decide(outcome)
                 text = text[taken:]
                 continue
+            if self.budget_spent:  # all the rest is text: where it stands decides nothing
+                self._write_text(text)
+                return
             start = self.context.fence_opening_at(text)
             if start == -1:
                 self.context.feed(text)
@@ -123,10 +144,33 @@ class PartWriter:
             if start:
                 self.context.feed(text[:start])
                 self._write_text(text[:start])
+                text = text[start:]
+            if not self._paid(text.partition("\n")[0]):
+                continue
             self._hold = CallHold(
-                self.context, Phase.OPENING, read_json=self.fenced_calls is not None
+                self.context,
+                Phase.OPENING,
+                read_json=self.fenced_calls is not None,
+                pay_line=self._paid,
             )
-            text = text[start:]
+
+    def budget_refused(self, error: RelaxedJSONError, original: str) -> None:
+        """The parse budget cannot pay for what begins here (a call's tag, `original`, or a
+        line that may open a fence): it and the rest of the output are text, one record."""
+        if not self.budget_spent:
+            self.budget_spent = True
+            message = f"{error}: the rest is text"
+            self._on_error(ParseError(ErrorKind.PARSE_BUDGET, message, original))
+
+    def _paid(self, line: str) -> bool:
+        """Charge the parse budget for holding `line`, a line that may open a fence or one
+        held after it; False (and the rest of the output is text) when it cannot pay."""
+        try:
+            self._budget.spend_hold()
+        except RelaxedJSONError as error:
+            self.budget_refused(error, line)
+            return False
+        return True
 
     def marker(self, part: Part) -> None:
         """A part that sits inside the text flow (think markers) without closing it; text
@@ -192,6 +236,18 @@ class PartWriter:
         self._release(self._shell.finish() if self._called else self._shell.flush())
         self._close_block()
 
+    @property
+    def held_chars(self) -> int:
+        """The characters the hold holds (none without one)."""
+        return self._hold.held_chars if self._hold is not None else 0
+
+    def held_call_given_up(self, original: str) -> None:
+        """The call being read whole in the hold took it past MAX_HELD_CHARS undecided: what
+        the hold holds is text, and so is the call's text so far (`original`)."""
+        if self._hold is not None:
+            self._decide(Outcome.TEXT)
+        self.text(original)
+
     def take(self) -> list[Part]:
         self._end_run()
         parts, self._parts = self._parts, []
@@ -224,6 +280,9 @@ class PartWriter:
                 self.context.called()
                 self._write_text(hold.tail)
                 return
+        if outcome is Outcome.TOO_LONG:
+            message = f"held past {MAX_HELD_CHARS} characters undecided: what it holds is text"
+            self._on_error(ParseError(ErrorKind.HOLD_LIMIT, message, hold.opening()))
         for record in hold.records:
             if isinstance(record, str):
                 self._write_text(record)

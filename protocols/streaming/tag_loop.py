@@ -22,6 +22,7 @@ from ..parts import (
     ThinkStart,
     ToolSpec,
 )
+from .call_hold import MAX_HELD_CHARS
 from .call_opening import CallOpening, Open
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import (
@@ -31,20 +32,11 @@ from .dialect_forms import (
     dialect_search,
 )
 from .invented_result import InventedResult, result_block
-from .marker_scan import MarkerScan, marker_scan
+from .marker_scan import MarkerScan, marker_scan, partial_token_start
 from .off_protocol import OffProtocolAnswer, emit_call_objects, fenced_call_objects
 from .part_writer import PartWriter
-
-# The reasoning blocks models write, each open tag with the one close tag that ends it:
-# `<think>` (DeepSeek-R1, Qwen3 and most), Seed-OSS's `<seed:think>` and Kimi K3's think
-# channel. A block is closed only by its own close tag.
-THINK_TAGS: dict[str, str] = {
-    "<think>": "</think>",
-    "<seed:think>": "</seed:think>",
-    "<|open|>think<|sep|>": "<|close|>think<|sep|>",
-}
-_THINK_OPEN = re.compile("|".join(map(re.escape, THINK_TAGS)))
-_LONGEST_THINK_OPEN = max(map(len, THINK_TAGS))
+from .reading_context import MAX_LINE_CHARS
+from .think_tags import THINK_OPEN, THINK_TAGS, ThinkBlock, think_tag_ends
 
 # The most text one step of the loop reads. A whole answer (and an upstream chunk of
 # megabytes) is read in pieces of this size, as a stream would deliver it: every call found
@@ -98,16 +90,18 @@ class TagStreamParser(StreamParser):
     ) -> None:
         """`open_tokens`: literal open tags of the protocol, whose beginnings at the end of
         the text are held back by the loop itself (see `_partial_open_start`)."""
+        on_error = on_error or _ignore_error
+        budget = RelaxedParseBudget(options.relaxed_parse_budget_chars)
+        incremental = options.mode is ArgumentsMode.INCREMENTAL
         self._ctx = CallContext(
             out=PartWriter(
-                incremental=options.mode is ArgumentsMode.INCREMENTAL,
-                quoted_lines=options.quoted_lines,
+                on_error, budget, incremental=incremental, quoted_lines=options.quoted_lines
             ),
             tools=DeclaredTools(tools),
-            on_error=on_error or _ignore_error,
+            on_error=on_error,
             mode=options.mode,
             unknown_tools=options.unknown_tools,
-            relaxed_budget=RelaxedParseBudget(options.relaxed_parse_budget_chars),
+            relaxed_budget=budget,
             small_call_chars=options.small_call_chars,
         )
         self._call_opening = CallOpening(self._ctx)
@@ -122,15 +116,11 @@ class TagStreamParser(StreamParser):
         self._pending = ""
         self._call: CallScanner | None = None
         self._after_call = False  # a call just ended: a result the model invents may follow
-        # The close tag of the think block the text is in, None outside one.
-        self._think_close: str | None = None
-        # Inside a think block from a call open tag on: how much of `_pending` has been
-        # searched for its close tag (None while no call tag is held).
-        self._held_think_call: int | None = None
-        # What came after that while no close tag did: kept as pieces, with the last
-        # characters that could begin one, so holding a long block costs linear time.
-        self._held_pieces: list[str] = []
-        self._held_seam = ""
+        self._think: ThinkBlock | None = None  # the think block the text is in
+        # The text of a call read whole in a hold (see part_writer), from its open tag on,
+        # while it lasts: past MAX_HELD_CHARS with what the hold holds, it is given up.
+        self._held_call: list[str] | None = None
+        self._held_call_chars = 0
         # The held-back suffix `_pending`, while it is an open tag still being written.
         self._held_open: HeldOpen | None = None
         # The answer's start while it may still be call objects written off the protocol.
@@ -180,20 +170,22 @@ class TagStreamParser(StreamParser):
         if self._ctx.out.ended:  # not the model's answer: kept for its record, not read
             self._ctx.out.after_end(text)
             return
-        if self._answer is not None:
-            if not self._answer.feed(text):
-                held, self._answer = self._answer.text, None  # not off-protocol calls: read it
+        answer = self._answer
+        if answer is not None:
+            if not answer.feed(text):
+                held, self._answer = answer.text, None  # not off-protocol calls: read it
+                if answer.too_long:
+                    message = f"an answer held past {MAX_HELD_CHARS} characters: it is text"
+                    self._ctx.error(ErrorKind.HOLD_LIMIT, message, held[:MAX_LINE_CHARS])
                 self._read(held)
             return
-        if self._held_think_call is not None:
-            close = self._think_close
-            assert close is not None  # a call tag is held only in a think block
-            seam = self._held_seam + text
-            if close not in seam:
-                self._held_pieces.append(text)
-                self._held_seam = seam[1 - len(close) :]
+        think = self._think
+        if think is not None and think.holding:
+            if think.keep(text):
+                if think.too_long:
+                    self._give_up_think_hold(think)
                 return
-            text = self._take_held_pieces() + text
+            text = think.kept() + text
         if self._held_open is not None:
             if self._held_open_goes_on(text):
                 self._pending += text
@@ -206,11 +198,7 @@ class TagStreamParser(StreamParser):
         """Whether the held open tag is still unfinished after `text`. A think tag in it ends
         the wait: outside calls, think tags are found wherever they are."""
         assert self._held_open is not None
-        close = self._think_close
-        if close is not None:
-            ends = close in self._pending[1 - len(close) :] + text
-        else:
-            ends = _THINK_OPEN.search(self._pending[1 - _LONGEST_THINK_OPEN :] + text) is not None
+        ends = think_tag_ends(self._pending, text, self._think)
         return not ends and self._held_open.extend(text)
 
     def finish(self) -> list[Part]:
@@ -222,21 +210,21 @@ class TagStreamParser(StreamParser):
                 out.end()
                 return out.take()
             self._read(answer.text)
-        if self._held_think_call is not None:
-            self._end_think_holding_call()
+        if self._think is not None and self._think.holding:
+            self._end_think_holding_call(self._think)
         self._ended = True  # what is held back can grow no more: it is read as it is
         self._advance()
-        if self._held_think_call is not None:  # a call tag at the very end
-            self._end_think_holding_call()
+        if self._think is not None and self._think.holding:  # a call tag at the very end
+            self._end_think_holding_call(self._think)
             self._advance()
         if self._call is not None:
             self._call.finish()
             self._call = None
         out.text(self._pending)
         self._pending = ""
-        if self._think_close is not None:
+        if self._think is not None:
             out.marker(ThinkEnd(""))
-            self._think_close = None
+            self._think = None
         out.end()
         after = out.take_after_end()
         if after.strip():
@@ -248,19 +236,24 @@ class TagStreamParser(StreamParser):
             )
         return out.take()
 
-    def _end_think_holding_call(self) -> None:
+    def _end_think_holding_call(self, think: ThinkBlock) -> None:
         """The output ended in a think block holding a call: the model forgot its close tag.
         What was held from the call tag on is read as the answer, in pieces."""
-        held = self._pending + self._take_held_pieces()
+        held = self._pending + think.kept()
         self._pending = ""
         self._ctx.out.marker(ThinkEnd(""))
-        self._think_close = None
-        self._held_think_call = None
+        self._think = None
         self._read(held)
 
-    def _take_held_pieces(self) -> str:
-        held, self._held_pieces, self._held_seam = "".join(self._held_pieces), [], ""
-        return held
+    def _give_up_think_hold(self, think: ThinkBlock) -> None:
+        """The think block held a call tag past MAX_HELD_CHARS, neither closed nor ended:
+        what it holds is think text, and so is the rest of the block."""
+        held = self._pending + think.kept()
+        message = f"a think block held a call past {MAX_HELD_CHARS} characters: it is text"
+        self._ctx.error(ErrorKind.HOLD_LIMIT, message, held[:MAX_LINE_CHARS].split("\n")[0])
+        think.give_up()
+        self._pending = held
+        self._advance()
 
     def _fenced_calls(self, original: str) -> bool:
         """Emit the calls a fence of JSON after prose holds (see `call_hold`), if it does."""
@@ -355,8 +348,11 @@ class TagStreamParser(StreamParser):
             elif self._call is not None:
                 rest = self._call.consume(self._pending)
                 if rest is None:
+                    if self._held_call is not None:
+                        self._follow_held_call(self._pending)
                     self._pending = ""
                     return
+                self._held_call = None
                 self._after_call = not isinstance(self._call, InventedResult)
                 self._call = None
                 self._pending = rest
@@ -367,29 +363,44 @@ class TagStreamParser(StreamParser):
                     return  # more text is needed to tell
                 self._call, self._pending = after
                 self._after_call = False
-            elif self._call_opening.budget_spent or self._tag_chars.isdisjoint(self._pending):
+            elif self._ctx.out.budget_spent or self._tag_chars.isdisjoint(self._pending):
                 # All that is held back (a partial tag, a call tag in a think block) begins
                 # with a tag character, so this is text: the common prose delta's one scan.
                 self._ctx.out.text(self._pending)
                 self._pending = ""
-            elif self._think_close is not None:
-                if not self._advance_in_think(self._think_close):
+            elif self._think is not None:
+                if not self._advance_in_think(self._think):
                     return
             elif not self._advance_outside():
                 return
 
+    def _follow_held_call(self, text: str) -> None:
+        """The held call read on through `text`: given up once it and what its hold holds
+        pass MAX_HELD_CHARS, its text and the hold's then text."""
+        held = self._held_call
+        assert held is not None
+        held.append(text)
+        self._held_call_chars += len(text)
+        out = self._ctx.out
+        if self._held_call_chars + out.held_chars > MAX_HELD_CHARS:
+            self._call = self._held_call = None
+            message = f"a held call passed {MAX_HELD_CHARS} characters undecided: it is text"
+            self._ctx.error(ErrorKind.HOLD_LIMIT, message, held[0])
+            out.held_call_given_up("".join(held))
+
     def _holds_call(self, text: str) -> bool:
         return self._locate(text, self._outside, 0)[0] is not None
 
-    def _advance_in_think(self, close: str) -> bool:
-        """Emit think text up to the block's `close` tag; False when more text is needed. A
-        call open tag inside the block holds the rest until `close` (then it was text) or the
-        end of the output (then it is a call)."""
-        out, text = self._ctx.out, self._pending
-        scan_from = max(0, (self._held_think_call or 0) - len(close) + 1)
+    def _advance_in_think(self, think: ThinkBlock) -> bool:
+        """Emit think text up to the block's close tag; False when more text is needed. A
+        call open tag inside the block holds the rest (see `think_tags`)."""
+        out, text, close = self._ctx.out, self._pending, think.close
+        scan_from = max(0, (think.held_from or 0) - len(close) + 1)
         end = text.find(close, scan_from)
         waiting, ruled_out = len(text), 0
-        if self._held_think_call is None:
+        if think.given_up:
+            waiting = partial_token_start(text, (close,))
+        elif think.held_from is None:
             searched, self._searched = self._searched, 0
             call, waiting, ruled_out = self._locate(
                 text[: end if end != -1 else len(text)], self._insides[close], searched
@@ -398,18 +409,16 @@ class TagStreamParser(StreamParser):
                 out.text(text[: call[0]])
                 self._pending = text = text[call[0] :]
                 end = text.find(close)
-                self._held_think_call = 0
+                think.held_from = 0
         if end == -1:
-            if self._held_think_call is not None:
-                self._held_think_call = len(text)
-                self._held_seam = text[1 - len(close) :]
+            if think.holding:
+                think.hold_from(text)
                 return False
             self._hold(text, waiting, ruled_out)
             return False
         out.text(text[:end])
         out.marker(ThinkEnd(close))
-        self._think_close = None
-        self._held_think_call = None
+        self._think = None
         self._pending = text[end + len(close) :]
         return True
 
@@ -418,15 +427,18 @@ class TagStreamParser(StreamParser):
         out, text = self._ctx.out, self._pending
         searched, self._searched = self._searched, 0  # valid once: `_pending` changes
         call, waiting, ruled_out = self._locate(text, self._outside, searched)
-        think = _THINK_OPEN.search(text, 0, call[0] if call else len(text))
+        think = THINK_OPEN.search(text, 0, call[0] if call else len(text))
         if think is not None:
             out.text(text[: think.start()])
             out.marker(ThinkStart(think.group()))
-            self._think_close = THINK_TAGS[think.group()]
+            self._think = ThinkBlock(think.group())
             self._pending = text[think.end() :]
             return True
         if call is not None:
             self._call, self._pending = self._call_opening.open(text, call, self._open_call)
+            if self._call is not None and self._call_opening.reads_held_call:
+                open_tag = text[call[0] : call[1]]
+                self._held_call, self._held_call_chars = [open_tag], len(open_tag)
             return True
         self._hold(text, waiting, ruled_out)
         return False

@@ -90,13 +90,17 @@ class ChunkEncoder:
         return b'%s],"usage":%s}' % (self._head, json_bytes(usage))
 
 
-def _chat_delta(delta: ReasoningDelta | ContentDelta | CallStart | CallDelta, kind: str) -> Delta:
+def _chat_delta(
+    delta: ReasoningDelta | ContentDelta | CallStart | CallDelta,
+    kind: str,
+    reasoning_fields: tuple[str, ...],
+) -> Delta:
     """An engine delta as chat's; `kind`: the type of the call a `CallStart` or `CallDelta`
-    belongs to."""
+    belongs to; `reasoning_fields`: the fields reasoning is written in (CHAT_REASONING_FIELD)."""
     if isinstance(delta, ContentDelta):
         return {CONTENT: delta.text}
     if isinstance(delta, ReasoningDelta):
-        return {REASONING: delta.text}
+        return dict.fromkeys(reasoning_fields, delta.text)
     if isinstance(delta, CallStart):
         payload = {"name": delta.name, CALL_TEXT[kind]: ""}
         return {
@@ -115,8 +119,16 @@ class ChatWriter:
     (b'', b'data: {"id":"chatcmpl-1",...,"delta":{"role":"assistant","content":""},...}\\n\\n')
     """
 
-    def __init__(self, *, stream: bool, fallback_model: str, include_usage: bool) -> None:
+    def __init__(
+        self,
+        *,
+        stream: bool,
+        fallback_model: str,
+        include_usage: bool,
+        reasoning_fields: tuple[str, ...] = (REASONING,),
+    ) -> None:
         self._stream = stream
+        self._reasoning_fields = reasoning_fields
         self._fallback_model = fallback_model
         self._include_usage = include_usage
         self._encoder: ChunkEncoder | None = None
@@ -146,7 +158,7 @@ class ChatWriter:
             return data_event(encoder.chunk(event.choice, content))
         if isinstance(event, CallStart | CallDelta | ReasoningDelta):
             assert encoder is not None
-            delta = _chat_delta(event, self._kind(event))
+            delta = _chat_delta(event, self._kind(event), self._reasoning_fields)
             return data_event(encoder.chunk(event.choice, delta))
         if isinstance(event, AnswerStart):
             self._encoder = ChunkEncoder.matching(event.upstream, self._fallback_model)
@@ -179,7 +191,7 @@ class ChatWriter:
         elif isinstance(event, ChoiceEnd):
             upstream = event.upstream or {"index": event.choice}
             message = self._messages.pop(event.choice, _MessageBuilder())
-            built = message.message(upstream.get("message") or {})
+            built = message.message(upstream.get("message") or {}, self._reasoning_fields)
             self._choices.append(
                 {**upstream, "message": built, "finish_reason": event.finish_reason}
             )
@@ -208,10 +220,12 @@ class _MessageBuilder:
             kind = call["type"]
             call[kind][CALL_TEXT[kind]] += delta.text
 
-    def message(self, upstream_message: Mapping[str, Any]) -> dict[str, Any]:
+    def message(
+        self, upstream_message: Mapping[str, Any], reasoning_fields: tuple[str, ...]
+    ) -> dict[str, Any]:
         """The upstream's message with its content and tool calls replaced by the parsed ones;
-        its reasoning, under the name the upstream gave it, is the deltas' (which begin with
-        the upstream's own)."""
+        its reasoning is the deltas' (which begin with the upstream's own), under each of
+        `reasoning_fields`, as a stream sends it, and under the name the upstream gave it."""
         message = {
             key: value for key, value in upstream_message.items() if key not in REPLACED_FIELDS
         }
@@ -220,6 +234,6 @@ class _MessageBuilder:
         if self._calls:
             message["tool_calls"] = self._calls
         if reasoning := "".join(self._reasoning):
-            own = (key for key in REASONING_KEYS if upstream_message.get(key))
-            message[next(own, REASONING)] = reasoning
+            own = [key for key in REASONING_KEYS if upstream_message.get(key)]
+            message.update(dict.fromkeys([*own, *reasoning_fields], reasoning))
         return message

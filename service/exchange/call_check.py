@@ -18,6 +18,14 @@ logger = logging.getLogger(__name__)
 
 Invalid = tuple[str, str]  # a failed call's tool name, and what is wrong with its arguments
 
+# A correction names each tool's parameters once, however many of its calls failed, and the
+# first calls that failed, with how many more did: the model writes the whole reply again.
+# A 21 KB reply of 500 bad calls to a tool of 20,000 parameters was asked again in a 77 MB
+# request (each call named every parameter). Past MAX_CORRECTION_CHARS in all (parameter
+# names are the client's, of any length) the reply is not asked for again; it stands.
+MAX_NAMED_CALLS = 8
+MAX_CORRECTION_CHARS = 32_768
+
 
 class CallCheck:
     """The schemas of one request's tools, and which are `strict` (held to every keyword).
@@ -62,24 +70,34 @@ class CallCheck:
                 problems.append(f"{name} has no parameter {', '.join(unknown)}")
         return "; ".join(problems) or None
 
-    def correction(self, invalid: Sequence[Invalid]) -> str:
+    def correction(self, invalid: Sequence[Invalid]) -> str | None:
         """What the model is told of a reply whose calls do not follow their schemas: which,
         why, each tool's parameters, and to write the reply again (its tools and their format
-        are in the system prompt it still has). Worded as an error to fix, with the names the
-        tool takes: told that its calls "do not follow their tools' schemas", Qwen2.5-Coder
-        1.5B answered "I'm sorry, but I can't assist with that" to 15 of 16 spoiled json-mix
-        calls (docs/protocols.md has the measurement)."""
+        are in the system prompt it still has); None when that would pass
+        MAX_CORRECTION_CHARS. Worded as an error to fix, with the names the tool takes: told
+        that its calls "do not follow their tools' schemas", Qwen2.5-Coder 1.5B answered "I'm
+        sorry, but I can't assist with that" to 15 of 16 spoiled json-mix calls
+        (docs/protocols.md has the measurement)."""
         if len(invalid) == 1:
             [(name, problem)] = invalid
-            return (
+            said = (
                 f"Error: the call to {name} is not valid: {problem}{self._parameters(name)}."
                 " Write the reply again with the call corrected."
             )
-        said = "; ".join(f"{name}: {problem}{self._parameters(name)}" for name, problem in invalid)
-        return (
-            f"Error: these calls are not valid: {said}."
-            " Write the reply again with the calls corrected."
-        )
+        else:
+            named: set[str] = set()
+            calls = []
+            for name, problem in invalid[:MAX_NAMED_CALLS]:
+                parameters = "" if name in named else self._parameters(name)
+                named.add(name)
+                calls.append(f"{name}: {problem}{parameters}")
+            more = len(invalid) - MAX_NAMED_CALLS
+            more_said = f" (and {more} more calls)" if more > 0 else ""
+            said = (
+                f"Error: these calls are not valid: {'; '.join(calls)}{more_said}."
+                " Write the reply again with the calls corrected."
+            )
+        return said if len(said) <= MAX_CORRECTION_CHARS else None
 
     def invalid(
         self, parts: Iterable[Part], budget: CheckBudget, *, single_call: bool

@@ -1,8 +1,8 @@
 """How one request's model output is parsed: its protocol, its tools and the deployment's
 parser options (one `ParserOptions`, built once from the settings), handing out fresh
 parsers and delta mappers per choice (traced when DEBUG_PARSER_MW is on). With no tools
-offered nothing is parsed: the text passes as written, through the same checks and the same
-mapping to deltas."""
+offered no call is read: the text passes as written (but for its think blocks, read apart
+when THINK_AS_REASONING is on), through the same checks and the same mapping to deltas."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from protocols import (
     Protocol,
     StreamParser,
     TextDelta,
+    ThinkBlocks,
     ToolSpec,
 )
 
@@ -86,7 +87,7 @@ class OutputParsing:
 
     def stream_parser(self) -> StreamParser:
         if not self.tools:
-            parser: StreamParser = TextAsWritten()
+            parser = self._untooled_parser()
         else:
             parser = self.protocol.stream_parser(
                 self.tools, options=self.options, on_error=self.observer.parse_error
@@ -102,12 +103,18 @@ class OutputParsing:
 
         def parse() -> list[Part]:
             if not self.tools:
-                return TextAsWritten().feed(text)
+                parser = self._untooled_parser()
+                return parser.feed(text) + parser.finish()
             return self.protocol.parse(
                 text, self.tools, options=self.options, on_error=self.observer.parse_error
             )
 
         return parse_traced(self.trace, text, parse)
+
+    def _untooled_parser(self) -> StreamParser:
+        """The parser of an answer offered no tools: it can call none, yet its think blocks
+        are reasoning all the same when they are wanted apart."""
+        return ThinkBlocks() if self.think_as_reasoning else TextAsWritten()
 
     def mapper(self, choice: int = 0) -> DeltaMapper:
         return DeltaMapper(

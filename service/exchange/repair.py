@@ -52,6 +52,8 @@ class CallRepair:
         """The next request: the model's last reply, and what is wrong with its calls."""
         message = (self._answers[-1].get("choices") or [{}])[0].get("message") or {}
         correction = self._check.correction(self._invalid[-1])
+        if correction is None:
+            return None  # more to say than is worth asking: the reply stands
         return corrected_body(self._body, content_text(message.get("content")), correction)
 
     def outcome(self) -> tuple[dict[str, Any], list[list[Part]]]:

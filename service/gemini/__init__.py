@@ -4,7 +4,7 @@ the engine, for Gemini CLI and the google-genai SDKs."""
 from __future__ import annotations
 
 from .api import asks_gemini, model_method
-from .errors import BETA_PATH, MODELS_PATH, google_error
+from .errors import BETA_PATH, MODELS_PATH, google_error_answer
 from .models import gemini_model, gemini_models
 from .request import GeminiRequest, parse_count_tokens_request, parse_gemini_request
 
@@ -15,7 +15,7 @@ __all__ = [
     "asks_gemini",
     "gemini_model",
     "gemini_models",
-    "google_error",
+    "google_error_answer",
     "model_method",
     "parse_count_tokens_request",
     "parse_gemini_request",

@@ -4,7 +4,7 @@ and `/v1`; and which API a request to a path both share (`GET /v1/models`) speak
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from ..context import ProxyContext
@@ -63,7 +63,7 @@ async def model_method(request: Request, context: ProxyContext, target: str) -> 
     )
 
 
-def asks_gemini(request: Request) -> bool:
+def asks_gemini(request: HTTPConnection) -> bool:
     """Whether a request to a path both APIs have (`GET /v1/models`) comes from a Gemini API
     client: Google's SDKs and Gemini CLI send `x-goog-api-client` and `x-goog-api-key`,
     curl users the `key` parameter."""

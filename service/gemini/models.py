@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..upstream import model_entries
 from ..wire import ProxyError
 
 MODEL_PREFIX = "models/"
@@ -22,24 +23,16 @@ def model_id(name: str) -> str:
 def gemini_models(listed: dict[str, Any]) -> dict[str, Any]:
     """`GET /v1/models`'s list as the Gemini API lists models, in one page (`pageSize` and
     `pageToken` change nothing)."""
-    return {"models": [_model(entry) for entry in _entries(listed)]}
+    return {"models": [_model(entry) for entry in model_entries(listed)]}
 
 
 def gemini_model(listed: dict[str, Any], name: str) -> dict[str, Any]:
     """One model of `GET /v1/models`'s list, or 404 when it does not hold it."""
     wanted = model_id(name)
-    for entry in _entries(listed):
+    for entry in model_entries(listed):
         if entry["id"] == wanted:
             return _model(entry)
     raise ProxyError(404, f"models/{wanted} is not found", code="model_not_found")
-
-
-def _entries(listed: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        entry
-        for entry in listed.get("data") or ()
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str)
-    ]
 
 
 def _model(entry: dict[str, Any]) -> dict[str, Any]:

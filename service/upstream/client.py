@@ -27,6 +27,7 @@ from ..wire import (
     ProxyError,
     UpstreamStatusError,
     data_payloads,
+    decoded_body,
     json_value,
 )
 from .failures import (
@@ -182,7 +183,7 @@ class UpstreamStream:
         is bounded as a whole body is, by `max_body_bytes`."""
         splitter = LineSplitter(self._limits.max_line_bytes)
         left = self._limits.max_body_bytes
-        async for chunk in self._before_deadline(self.response.aiter_bytes()):
+        async for chunk in self._before_deadline(decoded_body(self.response)):
             if self._held_whole:
                 left -= len(chunk)
                 if left < 0:
@@ -199,10 +200,10 @@ class UpstreamStream:
 
     async def read_body(self) -> bytes:
         """The whole (decoded) body; past `max_body_bytes` (a decompression bomb, a runaway
-        upstream) a 502 instead. The bound is checked per decoded chunk, so memory peaks at
-        the bound plus what one network read inflates to."""
+        upstream) a 502 instead. The bound is checked per decoded piece, so memory peaks at
+        the bound plus a piece (see `decoding`)."""
         body = bytearray()
-        async for chunk in self._before_deadline(self.response.aiter_bytes()):
+        async for chunk in self._before_deadline(decoded_body(self.response)):
             body += chunk
             if len(body) > self._limits.max_body_bytes:
                 raise self._too_large()
@@ -421,7 +422,7 @@ async def _read_prefix(response: httpx.Response, limit: int) -> bytes:
     """Up to `limit` bytes of the (decoded) body; an error there yields what was read."""
     body = bytearray()
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in decoded_body(response):
             body += chunk
             if len(body) >= limit:
                 break

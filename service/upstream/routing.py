@@ -10,6 +10,7 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     structured_output = true            # default: UPSTREAM_STRUCTURED_OUTPUT
     call_repair_retries = 0             # default: CALL_REPAIR_RETRIES
     single_call = true                  # default: SINGLE_CALL
+    aliases = ["claude-coder"]          # more names it answers to, listed in /v1/models
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
@@ -47,9 +48,15 @@ ROUTE_FIELDS: dict[str, type] = {
     "structured_output": bool,
     "call_repair_retries": int,
     "single_call": bool,
+    "aliases": list,
 }
 # How a field's type is said in an error.
-TYPE_NAMES = {bool: "true or false", str: "a string", int: "a whole number, 0 or more"}
+TYPE_NAMES = {
+    bool: "true or false",
+    str: "a string",
+    int: "a whole number, 0 or more",
+    list: "a list of names",
+}
 
 
 class RoutesFileError(ValueError):
@@ -112,7 +119,8 @@ class Router:
 
 
 def load_routes(path: Path, default: Target) -> dict[str, Target]:
-    """Routes from a `.toml` or `.json` file; fields a route omits come from `default`."""
+    """Routes from a `.toml` or `.json` file, each under its name and its aliases; fields a
+    route omits come from `default`."""
     try:
         text = path.read_text(encoding="utf-8")
         document = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
@@ -121,7 +129,14 @@ def load_routes(path: Path, default: Target) -> dict[str, Target]:
     routes = document.get("routes") if isinstance(document, dict) else None
     if not isinstance(routes, dict):
         raise RoutesFileError("expected a top-level 'routes' table")
-    return {name: _route(name, entry, default) for name, entry in routes.items()}
+    named: dict[str, Target] = {}
+    for name, entry in routes.items():
+        target = _route(name, entry, default)
+        for alias in (name, *entry.get("aliases", ())):
+            if alias in named or (alias != name and alias in routes):
+                raise RoutesFileError(f"route {name!r}: {alias!r} already names another route")
+            named[alias] = target
+    return named
 
 
 def _route(name: str, entry: Any, default: Target) -> Target:
@@ -133,7 +148,7 @@ def _route(name: str, entry: Any, default: Target) -> Target:
             f"route {name!r}: unknown fields {sorted(unknown)}; accepted: {', '.join(ROUTE_FIELDS)}"
         )
     for key, value in entry.items():
-        if type(value) is not ROUTE_FIELDS[key] or (type(value) is int and value < 0):
+        if not _of_type(value, ROUTE_FIELDS[key]):
             kind = TYPE_NAMES[ROUTE_FIELDS[key]]
             raise RoutesFileError(f"route {name!r}: {key} = {value!r}: {key} must be {kind}")
     problem = _route_problem(entry)
@@ -156,6 +171,18 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         call_repair_retries=entry.get("call_repair_retries", default.call_repair_retries),
         single_call=entry.get("single_call", default.single_call),
     )
+
+
+def _of_type(value: Any, kind: type) -> bool:
+    """Whether a route's value is of its field's type: a whole number 0 or more, a list of
+    non-empty names."""
+    if type(value) is not kind:
+        return False
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value >= 0
+    if isinstance(value, list):
+        return all(isinstance(name, str) and name for name in value)
+    return True
 
 
 def _route_problem(entry: dict[str, Any]) -> str | None:

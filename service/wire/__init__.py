@@ -5,6 +5,7 @@ bodies under their size limit, and abandoning work for a client that has gone.""
 from __future__ import annotations
 
 from .body import limited_stream, read_limited
+from .decoding import BodyDecoder, decoded_body
 from .disconnect import while_connected
 from .errors import (
     AUTHENTICATION_ERROR,
@@ -55,6 +56,7 @@ __all__ = [
     "JSON_MEDIA_TYPE",
     "SERVER_ERROR",
     "UPSTREAM_ERROR",
+    "BodyDecoder",
     "ErrorShape",
     "ErrorShapes",
     "EventStream",
@@ -65,6 +67,7 @@ __all__ = [
     "client_authorization",
     "data_event",
     "data_payloads",
+    "decoded_body",
     "downstream_headers",
     "error_body",
     "event_payload",

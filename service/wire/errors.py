@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, HTTPConnection
 
 INVALID_REQUEST = "invalid_request_error"
 AUTHENTICATION_ERROR = "authentication_error"
@@ -21,9 +21,12 @@ UPSTREAM_ERROR = "upstream_error"
 SERVER_ERROR = "server_error"
 # nginx's "client closed request": logged by the server, read by nobody.
 CLIENT_CLOSED_REQUEST = 499
-# An OpenAI error body's `error`, and the HTTP status it is answered with -> the error body
-# the clients of another API read.
-ErrorShape = Callable[[dict[str, Any], int], dict[str, Any]]
+# An OpenAI error body's `error`, and the HTTP status the proxy chose -> the error body the
+# clients of another API read, and the status to answer it with (the same, unless that API
+# pairs its errors with statuses of its own, as Google's does).
+ErrorShape = Callable[[dict[str, Any], int], tuple[dict[str, Any], int]]
+# Whether a request to a path two APIs share comes from the other API's client.
+Asks = Callable[[HTTPConnection], bool]
 # What separates a resource from the custom method it calls, in Google's paths.
 CUSTOM_METHOD = ":"
 
@@ -80,14 +83,15 @@ def error_body(
 
 
 class ErrorShapes:
-    """The error shape each path is answered in: OpenAI's, but under a path that a front door
-    registered with its own shape (the path itself, and every path below it), or, for
+    """The error shape each request is answered in: OpenAI's, but under a path that a front
+    door registered with its own shape (the path itself, and every path below it), or, for
     `custom_methods`, a path below the prefix that calls a custom method (Google's
     `resource:verb`, as in `/v1/models/m:generateContent`: the Gemini API shares `/v1/models`
-    with OpenAI's, and only its methods are its own).
+    with OpenAI's, and only its methods are its own), or, for `shared`, a path both APIs have
+    (and below it) asked by the other API's client, as its `asks` tells.
 
     >>> shapes = ErrorShapes({"/v1/other_api": other_api_error_of})
-    >>> shapes.shaped("/v1/other_api/count", error_body("no", error_type=...), 400)
+    >>> body, status = shapes.shaped(request, error_body("no", error_type=...), 400)
     """
 
     def __init__(
@@ -95,24 +99,32 @@ class ErrorShapes:
         by_path: Mapping[str, ErrorShape] | None = None,
         *,
         custom_methods: Mapping[str, ErrorShape] | None = None,
+        shared: Mapping[str, tuple[Asks, ErrorShape]] | None = None,
     ) -> None:
         self._by_path = dict(by_path or {})
         self._custom_methods = dict(custom_methods or {})
+        self._shared = dict(shared or {})
 
-    def shape_of(self, path: str) -> ErrorShape | None:
-        """The shape registered for `path`, or None for OpenAI's."""
+    def shape_of(self, connection: HTTPConnection) -> ErrorShape | None:
+        """The shape registered for the request, or None for OpenAI's."""
+        path = connection.url.path
         for prefix, shape in self._by_path.items():
             if path == prefix or path.startswith(prefix + "/"):
                 return shape
         for prefix, shape in self._custom_methods.items():
             if path.startswith(prefix + "/") and CUSTOM_METHOD in path.rpartition("/")[2]:
                 return shape
+        for prefix, (asks, shape) in self._shared.items():
+            if (path == prefix or path.startswith(prefix + "/")) and asks(connection):
+                return shape
         return None
 
-    def shaped(self, path: str, body: dict[str, Any], status: int) -> dict[str, Any]:
-        """An OpenAI error body as the client of `path` reads errors."""
-        shape = self.shape_of(path)
-        return body if shape is None else shape(body["error"], status)
+    def shaped(
+        self, connection: HTTPConnection, body: dict[str, Any], status: int
+    ) -> tuple[dict[str, Any], int]:
+        """An OpenAI error body as the client of the request reads errors, and its status."""
+        shape = self.shape_of(connection)
+        return (body, status) if shape is None else shape(body["error"], status)
 
 
 def openai_error_body(raw: bytes, status: int) -> dict[str, Any]:
@@ -142,7 +154,8 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes) -> None:
         status: int,
         headers: Mapping[str, str] | None = None,
     ) -> Response:
-        return JSONResponse(shapes.shaped(request.url.path, body, status), status, headers)
+        shaped, answered = shapes.shaped(request, body, status)
+        return JSONResponse(shaped, answered, headers)
 
     async def proxy_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProxyError)

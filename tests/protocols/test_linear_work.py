@@ -22,7 +22,7 @@ from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
 from protocols import get_protocol
-from protocols.streaming.tag_loop import THINK_TAGS
+from protocols.streaming.think_tags import THINK_TAGS
 
 PROTOCOLS = str(Path(protocols.__file__).parent)
 # The functions a text is handed to whole, each under the parameter name `text`.

@@ -4,6 +4,8 @@ a flood of calls past the budget is text; a call already streaming is finished."
 
 from __future__ import annotations
 
+import sys
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from protocols.lenient.relaxed_json import (
     ARGUMENT_CHARGE_CHARS,
     CALL_CHARGE_CHARS,
     FOLLOWING_FLOOR_CHARS,
+    HOLD_CHARGE_CHARS,
     RelaxedParseBudget,
 )
 
@@ -70,6 +73,39 @@ def test_calls_past_the_budget_are_text_with_one_error(protocol: str, chunks: in
     assert result.text == call * (1000 - made)
     assert result.error_kinds == [ErrorKind.PARSE_BUDGET]
     check_contract(result)
+
+
+def _lines_held(protocol: str, text: str, budget: int) -> tuple[int, list[ErrorKind]]:
+    """The lines the part writer's holds took (the line breaks of the text each `_take`)
+    while `text` was read under `budget`, and the error kinds recorded."""
+    held = 0
+
+    def count(frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal held
+        if event == "call" and frame.f_code.co_name == "_take":
+            held += frame.f_locals["text"].count("\n")
+
+    sys.setprofile(count)
+    try:
+        result = run(protocol, text, chunks=64, relaxed_parse_budget_chars=budget)
+    finally:
+        sys.setprofile(None)
+    check_contract(result)
+    assert result.text == text
+    return held, result.error_kinds
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("line", ["`", "``", "~", "```\n"])
+def test_lines_that_may_open_a_fence_are_held_only_while_the_budget_pays(
+    protocol: str, line: str
+) -> None:
+    # Each line beginning with a backtick or a tilde may open a fence, so it is held until
+    # it shows it does not, and the lines of an empty fence are held after it: each costs.
+    budget, lines = 1000 * HOLD_CHARGE_CHARS, 20_000
+    held, errors = _lines_held(protocol, f"\n{line}" * lines, budget)
+    assert held <= budget // HOLD_CHARGE_CHARS + 1  # and the one it could not pay ends it
+    assert errors == [ErrorKind.PARSE_BUDGET]
 
 
 @pytest.mark.parametrize(

@@ -143,12 +143,13 @@ class Late:
 
 
 class Verbatim:
-    """Answer 200 with exactly these bytes, each piece sent on its own, then end cleanly:
-    for malformed chunks, cut streams, odd line breaks, encodings."""
+    """Answer `status` (200) with exactly these bytes, each piece sent on its own, then end
+    cleanly: for malformed chunks, cut streams, odd line breaks, encodings."""
 
-    def __init__(self, *pieces: bytes, headers: dict[str, str] | None = None):
+    def __init__(self, *pieces: bytes, headers: dict[str, str] | None = None, status: int = 200):
         self.pieces = pieces
         self.headers = {"content-type": "text/event-stream", **(headers or {})}
+        self.status = status
 
 
 def raw_chunk_event(*choices: Any) -> bytes:
@@ -336,7 +337,7 @@ async def _wait_for_disconnect(receive: Receive, gone: threading.Event) -> None:
 
 async def _send_verbatim(step: Verbatim, send: Send) -> None:
     headers = [(name.encode(), value.encode()) for name, value in step.headers.items()]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.start", "status": step.status, "headers": headers})
     for piece in step.pieces:
         await send({"type": "http.response.body", "body": piece, "more_body": True})
     await send({"type": "http.response.body", "body": b""})

@@ -4,18 +4,25 @@ time to first chunk) from a copy of the bytes as they pass, whole JSON or event 
 content capture, both sides' messages in the GenAI conventions' shape.
 
 The reading never changes, delays or fails the exchange: what it cannot read (an encoding
-other than gzip or deflate, a body past its bound, a chunk that is not JSON) is left out."""
+other than gzip or deflate, a body past its bound, a chunk that is not JSON) is left out; a
+compressed body is inflated a bounded piece at a time, as the proxy's own reading is."""
 
 from __future__ import annotations
 
 import time
-import zlib
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 
-from ...wire import DONE, EVENT_STREAM, LineSplitter, ProxyError, json_bytes, json_value
+from ...wire import (
+    DONE,
+    EVENT_STREAM,
+    BodyDecoder,
+    LineSplitter,
+    ProxyError,
+    json_bytes,
+    json_value,
+)
 from ...wire import data_payloads as sse_data_payloads
 from . import conventions as sc
 from .content import MessageParts, input_messages
@@ -24,9 +31,6 @@ from .content import MessageParts, input_messages
 # one event-stream line too.
 MAX_WHOLE_BYTES = 16 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
-# Inflated at most this much per step, so one compressed read cannot balloon at once.
-MAX_INFLATED_STEP = 256 * 1024
-WINDOW_BITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 # Operations by the path their OpenAI-compatible endpoint ends in.
 OPERATIONS = (
     ("/chat/completions", "chat"),
@@ -89,12 +93,15 @@ class AnswerReader:
 
     def __init__(self, headers: httpx.Headers, started: float, *, capture_content: bool) -> None:
         self._started = started
-        encoding = headers.get("content-encoding", "identity").strip().lower()
-        self._inflate = _inflater(encoding)
+        try:
+            codings = headers.get_list("content-encoding", split_commas=True)
+            self._decoder: BodyDecoder | None = BodyDecoder(codings)
+        except httpx.DecodingError:  # more codings than the proxy reads
+            self._decoder = None
         self._stream = headers.get("content-type", "").startswith(EVENT_STREAM)
         self._lines = LineSplitter(MAX_LINE_BYTES)
         self._whole = bytearray()
-        self._readable = self._inflate is not None
+        self._readable = self._decoder is not None
         self._first_chunk: float | None = None
         self._id: str | None = None
         self._model: str | None = None
@@ -103,12 +110,12 @@ class AnswerReader:
         self._messages = MessageParts() if capture_content else None
 
     def feed(self, raw: bytes) -> None:
-        if not self._readable or self._inflate is None:
+        if not self._readable or self._decoder is None:
             return
         try:
-            for data in self._inflate(raw):
+            for data in self._decoder.feed(raw):
                 self._read(data)
-        except (zlib.error, ProxyError):  # a broken encoding, a line past its bound
+        except (httpx.DecodingError, ProxyError):  # a broken encoding, a line past its bound
             self._readable = False
 
     def attributes(self) -> dict[str, Any]:
@@ -173,29 +180,6 @@ class AnswerReader:
                 self._reasons[index] = choice["finish_reason"]
             if self._messages is not None and isinstance(choice.get(message_key), dict):
                 self._messages.add(index, choice[message_key])
-
-
-Inflater = Callable[[bytes], Iterator[bytes]]
-
-
-def _inflater(encoding: str) -> Inflater | None:
-    """The body's bytes decoded, step by bounded step; None for an encoding not read here."""
-    if encoding == "identity":
-        return _as_is
-    if encoding not in WINDOW_BITS:
-        return None
-    inflater = zlib.decompressobj(WINDOW_BITS[encoding])
-
-    def inflated(data: bytes) -> Iterator[bytes]:
-        while data:
-            yield inflater.decompress(data, MAX_INFLATED_STEP)
-            data = inflater.unconsumed_tail
-
-    return inflated
-
-
-def _as_is(data: bytes) -> Iterator[bytes]:
-    yield data
 
 
 def _json(value: Any) -> str:

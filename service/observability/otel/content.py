@@ -2,7 +2,8 @@
 of a deployment that asked for content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT):
 what the upstream was sent (OpenAI chat messages) and what it answered (whole messages, or
 the deltas of a stream gathered per choice). Only text and calls are carried; any other part
-(an image, a file) is named by its type, its data left out."""
+(an image, a file) is named by its type, its data left out. Each side carries at most
+MAX_CAPTURED_CHARS of text and arguments."""
 
 from __future__ import annotations
 
@@ -12,39 +13,65 @@ from ...wire import json_value
 
 Parts = list[dict[str, Any]]
 
+# The most characters of text and call arguments one side of a span carries; the rest is
+# left out. A span is held until it is exported, and with a collector that is down the
+# exporter queues up to 2,048 of them: a 100 MB stream's content, every delta kept, left
+# +444 MB a second after it ended.
+MAX_CAPTURED_CHARS = 64 * 1024
+
+
+class Allowance:
+    """What is left of one side's MAX_CAPTURED_CHARS."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_CAPTURED_CHARS
+
+    def take(self, text: str) -> str:
+        """The part of `text` the allowance still carries."""
+        kept = text[: self.left] if len(text) > self.left else text
+        self.left -= len(kept)
+        return kept
+
 
 def input_messages(messages: list[Any]) -> list[dict[str, Any]]:
-    return [_input_message(message) for message in messages if isinstance(message, dict)]
+    allowance = Allowance()
+    return [_input_message(message, allowance) for message in messages if isinstance(message, dict)]
 
 
-def _input_message(message: dict[str, Any]) -> dict[str, Any]:
+def _input_message(message: dict[str, Any], allowance: Allowance) -> dict[str, Any]:
     role = message.get("role")
     if role == "tool":
         result = {"type": "tool_call_response", "id": message.get("tool_call_id")}
-        return {"role": role, "parts": [{**result, "result": _text(message.get("content"))}]}
-    parts = _content_parts(message.get("content"))
+        text = _text(message.get("content"), allowance)
+        return {"role": role, "parts": [{**result, "result": text}]}
+    parts = _content_parts(message.get("content"), allowance)
     for call in message.get("tool_calls") or ():
         if isinstance(call, dict) and isinstance(call.get("function"), dict):
             function = call["function"]
             arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                arguments = allowance.take(arguments)
             parts.append(_call_part(call.get("id"), function.get("name"), arguments))
     return {"role": role, "parts": parts}
 
 
-def _content_parts(content: Any) -> Parts:
+def _content_parts(content: Any, allowance: Allowance) -> Parts:
     if isinstance(content, str):
-        return [{"type": "text", "content": content}] if content else []
+        return [{"type": "text", "content": allowance.take(content)}] if content else []
     parts: Parts = []
     for part in content if isinstance(content, list) else ():
         if isinstance(part, dict) and part.get("type") == "text":
-            parts.append({"type": "text", "content": part.get("text", "")})
+            text = part.get("text", "")
+            parts.append({"type": "text", "content": allowance.take(str(text))})
         elif isinstance(part, dict):
             parts.append({"type": str(part.get("type"))})
     return parts
 
 
-def _text(content: Any) -> str:
-    return "".join(part.get("content", "") for part in _content_parts(content))
+def _text(content: Any, allowance: Allowance) -> str:
+    return "".join(part.get("content", "") for part in _content_parts(content, allowance))
 
 
 def _call_part(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
@@ -60,6 +87,7 @@ class MessageParts:
     """The answer's messages per choice, from whole messages or gathered from deltas."""
 
     def __init__(self) -> None:
+        self._allowance = Allowance()  # every choice's text and arguments together
         self._text: dict[int, list[str]] = {}
         # Per choice, per call index: id, name and the arguments' fragments.
         self._calls: dict[int, dict[int, dict[str, Any]]] = {}
@@ -70,7 +98,7 @@ class MessageParts:
     def add(self, choice: int, message: dict[str, Any]) -> None:
         """A whole message, or one delta of it."""
         if isinstance(message.get("content"), str):
-            self._text.setdefault(choice, []).append(message["content"])
+            _append(self._text.setdefault(choice, []), self._allowance.take(message["content"]))
         calls = self._calls.setdefault(choice, {})
         for position, call in enumerate(message.get("tool_calls") or ()):
             if not isinstance(call, dict):
@@ -83,7 +111,7 @@ class MessageParts:
                 function = {}
             gathered["name"] = function.get("name") or gathered["name"]
             if isinstance(function.get("arguments"), str):
-                gathered["arguments"].append(function["arguments"])
+                _append(gathered["arguments"], self._allowance.take(function["arguments"]))
 
     def output(self, reasons: dict[int, str]) -> list[dict[str, Any]]:
         messages = []
@@ -98,3 +126,9 @@ class MessageParts:
                 message["finish_reason"] = reasons[choice]
             messages.append(message)
         return messages
+
+
+def _append(pieces: list[str], piece: str) -> None:
+    """Past the allowance, the deltas of a long stream leave nothing, not one "" each."""
+    if piece:
+        pieces.append(piece)

@@ -5,6 +5,8 @@ on (see the package)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping
 from importlib.metadata import version
 from typing import Any
@@ -29,6 +31,13 @@ CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 # value, or none, keeps prompts and answers out of the telemetry.
 CONTENT_ON_SPANS = frozenset({"true", "span_only", "span_and_event"})
 UNNAMED_SERVICE = "unknown_service"  # the SDK's service name when none is configured
+# What exporting the last spans and metrics may take once the app stops, its answers drained:
+# to a collector that was down or stalled the exporters retried for 22 and 31 s before the
+# process could exit, past what a pod's grace period leaves after the drain. What is not
+# exported by then is dropped.
+SHUTDOWN_SECONDS = 5.0
+
+logger = logging.getLogger(__name__)
 
 
 class OpenTelemetry:
@@ -86,8 +95,20 @@ class OpenTelemetry:
         """httpx's client with these options, each upstream exchange watched."""
         return WatchedClient(self._upstream, **options)
 
-    def shutdown(self) -> None:
-        """Export what is still held, then stop (the app is stopping)."""
+    def shutdown(self, within: float = SHUTDOWN_SECONDS) -> None:
+        """Export what is still held, then stop (the app is stopping): given up after
+        `within` seconds, the exporters left to a daemon thread the exit does not wait for."""
+        exporting = threading.Thread(target=self._shut_down, name="otel-shutdown", daemon=True)
+        exporting.start()
+        exporting.join(within)
+        if exporting.is_alive():
+            logger.warning(
+                "telemetry not exported within %.1f s of stopping (is the collector down?):"
+                " the rest is dropped",
+                within,
+            )
+
+    def _shut_down(self) -> None:
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
         if self._meter_provider is not None:

@@ -1,12 +1,18 @@
 """A call's arguments checked against its tool's schema: what the check holds every call to,
 what only a strict tool, what it never runs, and the schemas it cannot read."""
 
+import sys
+import tracemalloc
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
+import jsonschema
 import pytest
 
 from protocols.lenient.schema_check import (
+    COMPARISONS_PER_VISIT,
+    MAX_CHECK_VISITS,
     MAX_PROBLEM_CHARS,
     MAX_PROBLEMS,
     CheckBudget,
@@ -169,6 +175,140 @@ def test_the_checks_of_one_answer_share_a_bounded_number_of_visits() -> None:
     assert budget.left < 0
     assert argument_problems({}, WEATHER, budget=budget) == []  # the answer's visits are spent
     assert argument_problems({}, WEATHER) == ["'city' is a required property"]
+
+
+JSONSCHEMA = str(Path(jsonschema.__file__).parent)
+
+
+def _comparisons(arguments: Any, schema: dict[str, Any]) -> tuple[int, list[str]]:
+    """The values jsonschema compared (its `equal` calls, nested ones included) while the
+    check ran, and the problems it found."""
+    compared = 0
+
+    def count(frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal compared
+        code = frame.f_code
+        compared += (
+            event == "call" and code.co_name == "equal" and code.co_filename.startswith(JSONSCHEMA)
+        )
+
+    sys.setprofile(count)
+    try:
+        problems = argument_problems(arguments, schema, strict=True)
+    finally:
+        sys.setprofile(None)
+    return compared, problems
+
+
+# However the schema makes the check compare, it stops within the visits' worth of them
+# (an object's comparison compares its members too: a few each).
+MAX_COMPARISONS = 4 * MAX_CHECK_VISITS * COMPARISONS_PER_VISIT
+
+
+@pytest.mark.parametrize(
+    ("arguments", "schema"),
+    [
+        pytest.param(
+            {"tags": [f"e{19_999 - index}" for index in range(300)]},  # each near its end
+            {
+                "type": "object",
+                "properties": {
+                    "tags": {"type": "array", "items": {"enum": [f"e{i}" for i in range(20_000)]}}
+                },
+            },
+            id="enum",
+        ),
+        pytest.param(
+            {"files": [{"path": f"f{index}", "n": index} for index in range(2_000)]},
+            {"type": "object", "properties": {"files": {"type": "array", "uniqueItems": True}}},
+            id="uniqueItems",
+        ),
+    ],
+)
+def test_keywords_that_compare_are_charged_their_comparisons(
+    arguments: dict[str, Any], schema: dict[str, Any]
+) -> None:
+    compared, problems = _comparisons(arguments, schema)
+
+    assert compared <= MAX_COMPARISONS
+    assert problems == []  # past the visits, no verdict: the call goes as written
+
+
+def _errors_made(arguments: Any, schema: dict[str, Any]) -> tuple[int, list[str]]:
+    """The errors jsonschema made (its ValidationError's constructions) while the check ran,
+    and the problems it found."""
+    made = 0
+
+    def count(frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal made
+        code = frame.f_code
+        made += (
+            event == "call"
+            and code.co_name == "__init__"
+            and code.co_filename.endswith("exceptions.py")
+            and code.co_filename.startswith(JSONSCHEMA)
+        )
+
+    sys.setprofile(count)
+    try:
+        problems = argument_problems(arguments, schema)
+    finally:
+        sys.setprofile(None)
+    return made, problems
+
+
+@pytest.mark.parametrize(
+    ("arguments", "schema"),
+    [
+        pytest.param(
+            {},
+            {"anyOf": [{"required": [f"p{i}" for i in range(50_000)]}, {"type": "string"}]},
+            id="a-long-required-list",
+        ),
+        pytest.param(
+            {},
+            {"oneOf": [{"required": [f"p{i}" for i in range(50_000)]}, {"type": "string"}]},
+            id="one-of",
+        ),
+    ],
+)
+def test_a_failing_branch_keeps_no_errors(arguments: Any, schema: dict[str, Any]) -> None:
+    """A branch of `anyOf` or `oneOf` fails at its first error: the rest are never made, and
+    none is kept (each quotes the value, and a problem names only the branches' verdict)."""
+    made, problems = _errors_made(arguments, schema)
+
+    assert made <= 1 + len(schema.get("anyOf") or schema["oneOf"])
+    assert len(problems) == 1 and "is not valid under any of the given schemas" in problems[0]
+
+
+def test_failing_branches_hold_no_copy_of_the_value_each() -> None:
+    """Each branch's error quotes the value: kept, 200 of them held 200 copies of it."""
+    value, branches = "x" * 100_000, 200
+    tracemalloc.start()
+    try:
+        problems = argument_problems(value, {"anyOf": [{"type": "integer"}] * branches})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert len(problems) == 1
+    assert peak < 10 * len(value)  # a few copies at once, not one per branch
+
+
+def test_a_small_enum_and_unique_items_are_checked_as_before() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "unit": {"enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "array", "uniqueItems": True},
+        },
+    }
+    problems = argument_problems({"unit": "kelvin", "days": [1, 2, 1]}, schema, strict=True)
+
+    assert problems == [
+        "unit: 'kelvin' is not one of ['celsius', 'fahrenheit']",
+        "days: [1, 2, 1] has non-unique elements",
+    ]
 
 
 def test_problems_are_few_and_short() -> None:

@@ -13,7 +13,7 @@ import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
 from protocols import ArgumentsMode, ThinkEnd, ThinkStart, get_protocol
-from protocols.streaming.tag_loop import THINK_TAGS
+from protocols.streaming.think_tags import THINK_TAGS
 
 Test = TypeVar("Test", bound=Callable[..., Any])
 ARGUMENTS = {"path": "a.py"}

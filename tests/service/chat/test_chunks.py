@@ -4,7 +4,10 @@ a server."""
 from __future__ import annotations
 
 import json
+import sys
 import tracemalloc
+from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -19,14 +22,14 @@ from protocols import (
     ToolCallUnfinished,
 )
 from service.chat.writer import ChatWriter, ChunkEncoder
-from service.exchange import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart
+from service.exchange import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart, ContentDelta
 from service.exchange.deltas import (
     MAX_UNNAMED_ARGUMENTS_CHARS,
     DeltaMapper,
     EndReason,
     finish_reason,
 )
-from service.exchange.events import CallDelta, CallStart, ContentDelta
+from service.exchange.events import CallDelta, CallStart
 from service.upstream import CallFragment
 
 ARGUMENTS = '{"city": "Paris"}'
@@ -56,6 +59,33 @@ def test_adjacent_text_parts_become_one_content_delta() -> None:
     deltas = chat_deltas(mapper(), [TextDelta("t", "Hel"), TextDelta("t", "lo")])
 
     assert deltas == [{"content": "Hello"}]
+
+
+def test_texts_between_think_tags_are_one_delta_copied_once() -> None:
+    """A whole answer of `</seed:think><seed:think>x` repeated is one content delta (tags in
+    the content), each character copied into it once, not once for every piece after it.
+    Counted: the characters of every content delta made."""
+    pieces = 2_000
+    parts: list[Part] = []
+    for _ in range(pieces):
+        parts += [ThinkEnd("</seed:think>"), ThinkStart("<seed:think>"), TextDelta("t", "x")]
+    copied = 0
+
+    def count(frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal copied
+        made = frame.f_locals.get("self") if event == "call" else None
+        if frame.f_code.co_name == "__init__" and isinstance(made, ContentDelta):
+            copied += len(frame.f_locals["text"])
+
+    sys.setprofile(count)
+    try:
+        deltas = mapper().deltas(parts)
+    finally:
+        sys.setprofile(None)
+
+    text = "</seed:think><seed:think>x" * pieces
+    assert deltas == [ContentDelta(text)]
+    assert copied == len(text)
 
 
 def test_an_incremental_call_sends_its_start_then_only_argument_fragments() -> None:

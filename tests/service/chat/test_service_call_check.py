@@ -21,6 +21,7 @@ from waits import HUNG_AFTER_SECONDS
 
 from protocols.formats.forced_call import render_forced_call_correction
 from service.exchange.asking_again import MAX_ECHOED_REPLY_CHARS
+from service.exchange.call_check import MAX_NAMED_CALLS
 
 
 @pytest.fixture
@@ -251,6 +252,43 @@ def test_every_failed_call_is_named_in_one_correction(
         " days); search: limit: 'many' is not of type 'integer' (its parameters: query, limit)."
         " Write the reply again with the calls corrected."
     )
+
+
+def test_a_correction_names_a_tools_parameters_once_and_the_first_calls(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    calls = MAX_NAMED_CALLS + 2
+    upstream.script(Reply(call({"unit": "kelvin"}) * calls), Reply(call(PARIS)))
+
+    proxy.chat(chat_body(WEATHER))
+
+    problem = (
+        "get_weather: unit: 'kelvin' is not one of ['celsius', 'fahrenheit'];"
+        " 'city' is a required property"
+    )
+    assert upstream.chat_requests[1].json["messages"][-1]["content"] == (
+        f"Error: these calls are not valid: {problem} (its parameters: city, unit, days); "
+        + "; ".join([problem] * (MAX_NAMED_CALLS - 1))
+        + " (and 2 more calls). Write the reply again with the calls corrected."
+    )
+
+
+def test_a_correction_past_its_bound_is_not_sent_and_the_reply_stands(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    """500 failed calls to a tool of 20,000 parameters: each call named every parameter in
+    a 77 MB request; named once, they still pass MAX_CORRECTION_CHARS."""
+    parameters = {f"parameter_{index}": {"type": "string"} for index in range(20_000)}
+    big = tool("big", {"type": "object", "properties": parameters, "required": ["parameter_0"]})
+    # Each call its own (identical calls would go out once: repeats).
+    failed = [{"parameter_1": str(index)} for index in range(500)]
+    upstream.script(Reply("".join(call(arguments, name="big") for arguments in failed)))
+
+    completion = proxy.chat(chat_body(big))
+
+    assert completion.calls == [("big", arguments) for arguments in failed]
+    assert len(upstream.chat_requests) == 1
+    assert (invalid(proxy, "sent"), asked_again(proxy)) == (500, 0)
 
 
 def test_safe_coercions_come_first_and_need_no_repair(

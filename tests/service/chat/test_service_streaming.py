@@ -184,6 +184,47 @@ def test_upstream_reasoning_deltas_pass_through_as_reasoning_content(
 
 
 @pytest.mark.parametrize(
+    ("setting", "fields"),
+    [
+        ("reasoning_content", {"reasoning_content"}),
+        ("reasoning", {"reasoning"}),
+        ("both", {"reasoning_content", "reasoning"}),
+    ],
+)
+@pytest.mark.parametrize("stream", [True, False])
+def test_reasoning_goes_out_under_the_fields_chat_reasoning_field_names(
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    stream: bool,
+    setting: str,
+    fields: set[str],
+) -> None:
+    proxy = start_proxy(chat_reasoning_field=setting)
+    upstream.script(Reply("Sunny.", reasoning=("The user ", "wants the weather.")))
+
+    if stream:
+        deltas = [
+            event["choices"][0]["delta"]
+            for event in proxy.events(chat_body(WEATHER_TOOL, stream=True))
+            if isinstance(event, dict) and event["choices"]
+        ]
+        reasoning = {field: "".join(delta.get(field) or "" for delta in deltas) for field in fields}
+        assert {field for delta in deltas for field in delta if "reasoning" in field} == fields
+    else:
+        answer = proxy.http.post("/v1/chat/completions", json=chat_body(WEATHER_TOOL)).json()
+        message = answer["choices"][0]["message"]
+        reasoning = {field: message.get(field) for field in fields}
+        # A whole message keeps the upstream's own field beside them (the scripted
+        # upstream's is reasoning_content).
+        assert {field for field in message if "reasoning" in field} == {
+            *fields,
+            "reasoning_content",
+        }
+
+    assert reasoning == dict.fromkeys(fields, "The user wants the weather.")
+
+
+@pytest.mark.parametrize(
     ("think_as_reasoning", "reasoning", "content"),
     [
         (False, "", "<think>Paris, so get_weather.</think>Sure."),
@@ -203,6 +244,18 @@ def test_think_block_moves_to_reasoning_content_only_when_configured(
     completion = proxy.chat(chat_body(WEATHER_TOOL, stream=True))
 
     assert (completion.reasoning, completion.content) == (reasoning, content)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_think_block_is_reasoning_when_no_tools_are_offered(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
+) -> None:
+    proxy = start_proxy(think_as_reasoning=True)
+    upstream.script(Reply("<thi", "nk>Paris is ", "sunny.</th", "ink>Sunny."))
+
+    completion = proxy.chat(chat_body(stream=stream))
+
+    assert (completion.reasoning, completion.content) == ("Paris is sunny.", "Sunny.")
 
 
 SEED_WEATHER_CALL = (

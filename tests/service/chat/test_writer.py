@@ -76,7 +76,7 @@ def test_a_streamed_answers_end_is_its_finish_then_usage_when_asked_then_done() 
     assert sent[3] == "[DONE]" and sent[1]["model"] == "m"
 
 
-def test_a_whole_answer_keeps_the_upstreams_fields_and_its_reasoning_under_its_name() -> None:
+def test_a_whole_answer_keeps_the_upstreams_fields_and_its_reasoning_under_its_name_too() -> None:
     message = {"role": "assistant", "content": "raw", "reasoning": "Paris?", "refusal": None}
     choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": {"x": 1}}
     upstream = {"id": "chatcmpl-1", "system_fingerprint": "fp", "choices": [choice]}
@@ -105,6 +105,7 @@ def test_a_whole_answer_keeps_the_upstreams_fields_and_its_reasoning_under_its_n
                     "content": "Sunny.",
                     "reasoning": "Paris?",
                     "refusal": None,
+                    "reasoning_content": "Paris?",
                     "tool_calls": [
                         {
                             "id": "call_1",

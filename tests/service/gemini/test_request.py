@@ -300,6 +300,18 @@ def test_an_image_by_http_url_is_passed_by_url() -> None:
             [user_turn({"functionResponse": {"response": {}}})],
             "contents[0].parts[0].functionResponse",
         ),
+        ([{"role": ["user"], "parts": [{"text": "x"}]}], "contents[0].role"),
+        ([{"role": {"user": 1}, "parts": [{"text": "x"}]}], "contents[0].role"),
+        ([user_turn({"inlineData": "aGk="})], "contents[0].parts[0].inlineData"),
+        ([user_turn({"fileData": ["a.png"]})], "contents[0].parts[0].fileData"),
+        (
+            [user_turn({"functionResponse": {"name": "f", "response": {}, "parts": 5}})],
+            "contents[0].parts[0].functionResponse.parts",
+        ),
+        (
+            [user_turn({"functionResponse": {"name": "f", "parts": [{"inlineData": 5}]}})],
+            "contents[0].parts[0].functionResponse.parts[0].inlineData",
+        ),
     ],
 )
 def test_malformed_contents_are_a_400_naming_the_field(contents: Any, param: str) -> None:
@@ -473,6 +485,16 @@ def test_any_with_several_allowed_functions_forces_a_call_of_one_of_them() -> No
         ),
         (
             {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}},
+            "toolConfig.functionCallingConfig.mode",
+        ),
+        ({"toolConfig": "ANY"}, "toolConfig"),
+        ({"toolConfig": [{"mode": "ANY"}]}, "toolConfig"),
+        (
+            {"toolConfig": {"functionCallingConfig": {"mode": ["ANY"]}}},
+            "toolConfig.functionCallingConfig.mode",
+        ),
+        (
+            {"toolConfig": {"functionCallingConfig": {"mode": {"ANY": True}}}},
             "toolConfig.functionCallingConfig.mode",
         ),
         ({"generationConfig": {"candidateCount": 2}}, "generationConfig.candidateCount"),

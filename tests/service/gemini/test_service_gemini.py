@@ -258,7 +258,51 @@ def test_a_stream_that_breaks_mid_way_ends_with_an_error_the_sdk_raises(
             received.append(response)
 
     assert "".join(response.text or "" for response in received) == "It is sunny"
-    assert caught.value.code == 502 and caught.value.status == "UNAVAILABLE"
+    assert caught.value.code == 503 and caught.value.status == "UNAVAILABLE"
+
+
+# google.rpc.Code's names and the HTTP status Google maps each to (google/rpc/code.proto).
+GOOGLE_PAIRS = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "ABORTED": 409,
+    "RESOURCE_EXHAUSTED": 429,
+    "INTERNAL": 500,
+    "UNIMPLEMENTED": 501,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+
+
+@pytest.mark.parametrize(
+    ("upstream_status", "name"),
+    [
+        (400, "INVALID_ARGUMENT"),
+        (404, "NOT_FOUND"),
+        (413, "INVALID_ARGUMENT"),
+        (422, "FAILED_PRECONDITION"),
+        (429, "RESOURCE_EXHAUSTED"),
+        (500, "INTERNAL"),
+        (502, "UNAVAILABLE"),
+        (503, "UNAVAILABLE"),
+        (504, "DEADLINE_EXCEEDED"),
+    ],
+)
+def test_an_error_is_answered_with_a_code_and_status_google_pairs(
+    upstream: ScriptedUpstream, proxy: Proxy, stream: bool, upstream_status: int, name: str
+) -> None:
+    upstream.script(Fail(upstream_status, "upstream says no"))
+    method = "streamGenerateContent" if stream else "generateContent"
+    body = {"contents": [{"parts": [{"text": "Hi"}]}]}
+
+    response = proxy.http.post(f"/v1beta/models/{MODEL}:{method}", params={"alt": "sse"}, json=body)
+
+    error = response.json()["error"]
+    assert error["status"] == name
+    assert response.status_code == error["code"] == GOOGLE_PAIRS[name]
 
 
 def test_without_alt_sse_the_stream_is_one_json_array(
@@ -348,6 +392,15 @@ def test_a_bad_request_is_a_400_in_googles_shape_naming_the_field(proxy: Proxy) 
 
 def test_an_unknown_method_is_a_404_in_googles_shape(proxy: Proxy) -> None:
     response = proxy.http.post(f"/v1beta/models/{MODEL}:embedContent", json={})
+
+    assert response.status_code == 404
+    assert response.json()["error"]["status"] == "NOT_FOUND"
+
+
+def test_an_unknown_model_asked_by_a_gemini_client_on_v1_is_a_404_in_googles_shape(
+    proxy: Proxy,
+) -> None:
+    response = proxy.http.get("/v1/models/no-such-model", params={"key": "k"})
 
     assert response.status_code == 404
     assert response.json()["error"]["status"] == "NOT_FOUND"

@@ -10,7 +10,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
@@ -20,6 +21,8 @@ import pytest
 from gemini_client import TOOLS as GEMINI_TOOLS
 from gemini_client import generate
 from messages_client import WEATHER, anthropic_client, message_params
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from otlp_receiver import CLIENT, ERROR, SERVER, OtlpReceiver, Span
 from responses_client import WEATHER_FUNCTION
 from servers import MODEL, WEATHER_TOOL, Proxy, chat_body, read_events, serve
@@ -34,6 +37,9 @@ from upstream_server import (
     rendered_calls,
 )
 from waits import HUNG_AFTER_SECONDS
+
+from service.observability.otel.content import MAX_CAPTURED_CHARS
+from service.observability.otel.setup import OpenTelemetry
 
 CLIENT_TIMEOUT_SECONDS = 10.0
 # The client's own span, in the W3C header it sends.
@@ -438,6 +444,33 @@ def test_message_content_only_when_asked_and_keys_never(
         )
 
 
+def test_captured_content_is_bounded_on_each_side_of_a_span(
+    upstream: ScriptedUpstream,
+    traced_proxy: TracedProxy,
+    receiver: tuple[OtlpReceiver, str],
+    stream: bool,
+) -> None:
+    """A span is held until it is exported: a long conversation and a long answer carry
+    their first MAX_CAPTURED_CHARS of text each, the rest left out."""
+    received, _url = receiver
+    sentence = "All work and no play makes a dull answer. "
+    upstream.script(Reply(*[sentence * 100] * 40))  # 168 KB, in 40 pieces
+    long_question = {"role": "user", "content": sentence * 4000}
+    env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+
+    with traced_proxy(env=env) as proxy:
+        proxy.chat(chat_body(WEATHER_TOOL, stream=stream, messages=[long_question]))
+        served = server_span(received)
+
+    [asked] = received.children_of(served)
+    sent = json.loads(asked.attributes["gen_ai.input.messages"])
+    answered = json.loads(asked.attributes["gen_ai.output.messages"])
+    sent_text = "".join(part.get("content", "") for message in sent for part in message["parts"])
+    [answer] = answered
+    assert len(sent_text) == MAX_CAPTURED_CHARS
+    assert answer["parts"] == [{"type": "text", "content": (sentence * 4000)[:MAX_CAPTURED_CHARS]}]
+
+
 def test_a_client_that_leaves_mid_stream_ends_both_spans_abandoned(
     upstream: ScriptedUpstream, traced_proxy: TracedProxy, receiver: tuple[OtlpReceiver, str]
 ) -> None:
@@ -557,3 +590,35 @@ def test_the_command_refuses_an_otlp_protocol_it_has_no_exporter_for() -> None:
 
     assert result.returncode == 2
     assert "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL='http/json': not an OTLP protocol" in result.stderr
+
+
+class StalledExporter(SpanExporter):
+    """A collector that takes an export and never answers, until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.exporting = threading.Event()
+        self.released = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.exporting.set()
+        self.released.wait(HUNG_AFTER_SECONDS)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_stopping_gives_a_stalled_collector_only_its_bound() -> None:
+    """The app stops with a span still to export and the collector stalled: the shutdown
+    returns while the export still waits (it is dropped), the process free to exit."""
+    exporter = StalledExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    telemetry = OpenTelemetry(provider, None, capture_content=False)
+    provider.get_tracer("test").start_span("last").end()
+
+    try:
+        telemetry.shutdown(within=0.1)
+        assert exporter.exporting.is_set() and not exporter.released.is_set()
+    finally:
+        exporter.released.set()

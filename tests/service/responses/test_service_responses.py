@@ -317,6 +317,19 @@ def test_upstream_reasoning_is_a_reasoning_item_before_the_message(
     assert message["type"] == "message" and text(response) == "Sunny."
 
 
+def test_a_think_block_is_a_reasoning_item_when_no_tools_are_offered(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
+) -> None:
+    proxy = start_proxy(think_as_reasoning=True)
+    upstream.script(Reply("<think>Paris is ", "sunny today.</think>", "Sunny."))
+
+    response = respond(proxy, stream, input=QUESTION)
+
+    reasoning, message = response["output"]
+    assert reasoning["content"] == [{"type": "reasoning_text", "text": "Paris is sunny today."}]
+    assert message["type"] == "message" and text(response) == "Sunny."
+
+
 def test_request_with_nothing_to_answer_is_a_400(proxy: Proxy) -> None:
     answer = proxy.http.post("/v1/responses", json={"model": MODEL, "input": []})
 
