@@ -89,6 +89,14 @@ class StreamParser(ABC):
     @abstractmethod
     def finish(self) -> list[Part]: ...
 
+    @property
+    def ended(self) -> bool:
+        """Whether the model's answer ended before its output did: it wrote a result for
+        its own call (`invented_result`), and what it wrote from there on is built on a
+        result that does not exist. The parser drops it, with records; a caller may stop
+        reading the output and `finish`."""
+        return False
+
 
 class Protocol(Registered, ABC):
     """A text protocol: how tools, calls and results are written into the prompt, and

@@ -98,6 +98,7 @@ def build_router(settings: Settings) -> Router:
         native_tools=settings.upstream_native_tools,
         structured_output=settings.upstream_structured_output,
         call_repair_retries=settings.call_repair_retries,
+        single_call=settings.single_call,
     )
     routes = {} if settings.routes_file is None else load_routes(settings.routes_file, default)
     return Router(default, routes)

@@ -210,6 +210,10 @@ class Settings(BaseSettings):
         ge=0,
         description="times an answer whose calls fail their schema is asked for again",
     )
+    single_call: bool = Field(
+        default=False,
+        description="one call an answer for clients that do not send parallel_tool_calls",
+    )
     metrics_port: int | None = Field(
         default=None, ge=1, le=65535, description="serve /metrics here, not on the API port"
     )

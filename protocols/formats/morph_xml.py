@@ -3,9 +3,12 @@
 
 A tool tag mentioned in prose is not a call: one right after a backtick (inline code), or
 one followed on its line by prose rather than a line break or a tag; this is decided at the
-first non-blank character after the open tag. Arguments written as attributes of the tool
-tag (`<write_file path="a" content="b"/>`) count when they name declared parameters; child
-elements next to them that name no declared parameter are dropped, with an error record."""
+first non-blank character after the open tag. A tool whose one required parameter takes a
+string may be called with its value bare (`<bash>python3 hello.py</bash>`), the call alone
+on its line: text after its tag waits for the tool's close tag and the line's end.
+Arguments written as attributes of the tool tag (`<write_file path="a" content="b"/>`) count
+when they name declared parameters; child elements next to them that name no declared
+parameter are dropped, with an error record."""
 
 from __future__ import annotations
 
@@ -17,12 +20,18 @@ from typing import Any
 from ..base import ArgumentsMode, ParserOptions, Protocol, StreamParser
 from ..lenient.coerce import coerce_by_schema
 from ..lenient.json_text import json_text
-from ..lenient.relaxed_xml import DuplicateStringTagError, arguments_are_complete, parse_xml_calls
+from ..lenient.relaxed_xml import (
+    DuplicateStringTagError,
+    arguments_are_complete,
+    bare_value_parameter,
+    parse_xml_calls,
+)
 from ..lenient.xml_values import LIST_MEMBER, RelaxedXMLError, layout_trimmed
 from ..parts import ErrorKind, OnError, ToolSpec
 from ..registry import register
 from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
 from ..streaming.marker_scan import partial_token_start, unclosed_tag_start
+from ..streaming.reading_context import MAX_LINE_CHARS
 from ..streaming.tag_loop import HeldOpen, TagStreamParser
 from ..streaming.trie_pattern import names_pattern
 from ..streaming.xml_stream import CDATA_END, CDATA_START, MAX_OPEN_TAG_CHARS, XmlArgumentStream
@@ -301,6 +310,11 @@ class _MorphCall(CallScanner):
         self._tags = body_tags
         self._decided = False
         self._line_broken = False  # a line break came before the first non-blank character
+        # Text followed the tag on its line, and the tool takes a bare value: the close tag
+        # ending this line makes it a call (what `_held` was searched for it so far, and
+        # where in `_held` the close tag ends once found).
+        self._bare_searched: int | None = None
+        self._bare_closed: int | None = None
         self._depth = 1
         self._in_cdata = False
         self._body: list[str] = []
@@ -350,16 +364,60 @@ class _MorphCall(CallScanner):
 
     def _decide(self, text: str) -> str | None:
         """Before the first non-blank character: a `<` or an earlier line break makes this a
-        call; prose on the tag's line makes the tag text, and the text is read again."""
+        call; prose on the tag's line makes the tag text, and the text is read again,
+        unless it may be the tool's bare value (`_decide_bare`)."""
+        if self._bare_searched is not None:
+            return self._decide_bare(text)
         first = len(text) - len(text.lstrip(_LAYOUT))
         self._line_broken = self._line_broken or "\n" in text[:first]
         self._held += text
         if first == len(text):
             return None
+        if text[first] == "<" or self._line_broken:
+            return self._open_body()
+        if bare_value_parameter(self._tool.parameters) is not None:
+            self._bare_searched = 0
+            return self._decide_bare("")
+        return self._prose()
+
+    def _decide_bare(self, text: str) -> str | None:
+        """Text after the tag on its line, for a tool that takes a bare value: the tool's
+        close tag, then the line's end (or another tag), makes it a call (`<bash>ls</bash>`);
+        the line ending first, prose after the close tag (`<bash>ls</bash> lists them`), or
+        a line longer than a line's length, makes the tag prose. A bare value says less
+        than an argument element: the call stands alone on its line."""
+        assert self._bare_searched is not None
+        self._held += text
+        if len(self._held) > MAX_LINE_CHARS:
+            return self._prose()
+        if self._bare_closed is None:
+            close = f"</{self._tool.name}>"
+            start = max(0, self._bare_searched - len(close) + 1)
+            found = self._held.find(close, start)
+            line_end = self._held.find("\n", start)
+            if found == -1 or -1 < line_end < found:
+                if line_end != -1:
+                    return self._prose()
+                self._bare_searched = len(self._held)
+                return None
+            self._bare_closed = found + len(close)
+        after = self._held[self._bare_closed :].lstrip(" \t\r")
+        if not after:
+            return None
+        if after[0] not in "\n<":
+            return self._prose()
+        return self._open_body()
+
+    def _open_body(self) -> str | None:
+        """The tag opens a call: what was held is its body."""
         self._decided = True
         held, self._held = self._held, ""
-        if text[first] == "<" or self._line_broken:
-            return self.consume(held)
+        return self.consume(held)
+
+    def _prose(self) -> str:
+        """The tag was prose: it is text, and what followed it is read again."""
+        self._decided = True
+        held, self._held = self._held, ""
         self._ctx.out.text(self._open_tag)
         return held
 
@@ -374,6 +432,14 @@ class _MorphCall(CallScanner):
         self._held = rest[safe:]
 
     def finish(self) -> None:
+        if self._bare_searched is not None and not self._decided:
+            if self._bare_closed is None:
+                # The output ended on the tag's line before its close tag: prose.
+                self._ctx.out.text(self._open_tag + self._held)
+                return
+            # The output ended right after it: a call, and the blanks after it text.
+            self._ctx.out.text(self._open_body() or "")
+            return
         if not self._decided:  # the output ended with the open tag: no prose follows it
             self._decided, held, self._held = True, self._held, ""
             self.consume(held)

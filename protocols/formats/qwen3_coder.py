@@ -76,6 +76,9 @@ GRAMMAR = KeyedValuesGrammar(
     function_end=FUNCTION_END,
     call_ends=(CALL_END,),
     call_starts=(CALL_START, FUNCTION_START),
+    element_keys=True,
+    # `<parameter>NAME>`, a slip for `<parameter=NAME>` a small Qwen model made.
+    slipped_key_open="<parameter>",
 )
 # Enough to see a whole `<tool_call>`, gap and `<function=name` at the end of the text.
 _OPEN_WINDOW = len(CALL_START) + MAX_GAP_CHARS + len(FUNCTION_START) + MAX_NAME_CHARS

@@ -8,6 +8,9 @@ Rules beyond the spec, decided here:
 - Numeric tags (`<0>`, `<1>`) are accepted, so `{"0": .., "1": ..}` objects can become lists.
 - A parameter that takes one value (a declared type, not an array) given by two tags makes
   the body no arguments, unless the body is several calls (`parse_xml_calls`).
+- A body of text alone (`<bash>python3 hello.py</bash>`) is the value of the tool's one
+  required parameter, when that takes a string (`bare_value_parameter`): what else could
+  the model have meant. Otherwise it is no arguments.
 """
 
 from __future__ import annotations
@@ -94,7 +97,12 @@ def parse_xml_calls(
     """
     budget = budget or RelaxedParseBudget()
     properties = declared_properties(schema or {})
-    tags = _argument_tags(body, budget, properties)
+    tags, has_stray_text = _scan_top_level(body, budget, properties)
+    if not tags and has_stray_text:
+        bare = bare_value_parameter(schema or {})
+        if bare is None:
+            raise RelaxedXMLError("body has text but no argument tags")
+        return [{bare: string_value(body)}]
     known = parsed_values or {}
     names = {tag.name for tag in tags}
     items = LIST_MEMBER in names and LIST_MEMBER not in properties
@@ -141,6 +149,20 @@ def _arguments(
         else:
             pairs.append((tag.name, string_value(inner)))
     return group_repeated(pairs)
+
+
+def bare_value_parameter(schema: Mapping[str, Any]) -> str | None:
+    """The parameter a tool element's text is when written bare, with no argument element
+    (`<bash>ls</bash>`): the tool's one required parameter, when it takes a string. None
+    for any other tool: which parameter the text is would be a guess."""
+    required = _required(schema)
+    if len(required) != 1:
+        return None
+    (key,) = required
+    property_schema = declared_properties(schema).get(key)
+    return (
+        key if isinstance(property_schema, Mapping) and is_string_schema(property_schema) else None
+    )
 
 
 def _takes_one_value(schema: Any) -> bool:

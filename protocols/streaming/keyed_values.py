@@ -16,6 +16,7 @@ value's text flows as it arrives, any other value once it ends.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from ..lenient.relaxed_json import RelaxedJSONError
 from ..lenient.xml_values import ValueLayout
 from ..parts import ErrorKind
 from .commit_policy import ArgumentSender, CallContext, CallScanner
+from .dialect_forms import prefixes
 from .json_stream import canonical_string
 from .marker_scan import partial_token_start
 
@@ -59,6 +61,45 @@ class KeyedValuesGrammar:
     # How many `<` a tag between parameters holds (GLM's `<arg_key>k</arg_key><arg_value>`
     # is one parameter open written as three tags): a held tag may begin at any of them.
     tags_in_head: int = 1
+    # Whether a parameter may also be written as an element named after it, a parameter
+    # its tool declares (`<content>...</content>` for `<parameter=content>`): a small
+    # Qwen model wrote a file's content so, and the call went out without it.
+    element_keys: bool = False
+    # With `element_keys`: an open tag that names a declared parameter when its name and a
+    # `>` follow it (`<parameter>content>`), its value ended as the grammar's values are.
+    slipped_key_open: str = ""
+
+
+# A name a parameter element can have: what a tag's name holds.
+_ELEMENT_NAME = re.compile(r"[A-Za-z_][\w.:-]{0,127}")
+
+
+@functools.lru_cache(maxsize=256)
+def _with_elements(
+    grammar: KeyedValuesGrammar, keys: tuple[str, ...]
+) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The grammar's tag between parameters and its head, with an element for each of
+    `keys` (in the group `element`) and the slipped open tag naming each (in the group
+    `slipped`). Only declared names: these forms say less than the grammar's own tags.
+    Built once per tool's parameters, not per call."""
+    names = "|".join(map(re.escape, keys))
+    tags = [f"<{key}>" for key in keys]
+    tag = f"{grammar.body_tag.pattern}|<(?P<element>{names})>"
+    if grammar.slipped_key_open:
+        tag += f"|{re.escape(grammar.slipped_key_open)}(?P<slipped>{names})>"
+        tags += [f"{grammar.slipped_key_open}{key}>" for key in keys]
+    return re.compile(tag), re.compile(f"{grammar.body_head.pattern}|{prefixes(*tags)}")
+
+
+@functools.lru_cache(maxsize=256)
+def _value_ends(
+    grammar: KeyedValuesGrammar, key: str | None
+) -> tuple[tuple[str, ...], re.Pattern[str]]:
+    """What ends a value: the grammar's ends; for the element `key`, its close tag first."""
+    if key is None:
+        return grammar.value_ends, grammar.value_end
+    ends = (f"</{key}>", *grammar.value_ends)
+    return ends, re.compile("|".join(map(re.escape, ends)))
 
 
 def unfinished_tag_start(
@@ -96,6 +137,11 @@ class KeyedValuesCall(CallScanner):
         self._grammar = grammar
         tool = ctx.tools.get(name)
         self._schema: Mapping[str, Any] = tool.parameters if tool else {}
+        self._body_tag, self._body_head = grammar.body_tag, grammar.body_head
+        keys = self._element_keys() if grammar.element_keys else ()
+        if keys:
+            self._body_tag, self._body_head = _with_elements(grammar, keys)
+        self._value_ends, self._value_end = grammar.value_ends, grammar.value_end
         self._consumed: list[str] = []  # the call's text after its open tag, once read
         self._held = ""  # text not read yet: it may still become a tag
         self._state = _State.BODY
@@ -120,15 +166,15 @@ class KeyedValuesCall(CallScanner):
         position, grammar = 0, self._grammar
         while True:
             if self._state is _State.VALUE:
-                found = grammar.value_end.search(text, position)
+                found = self._value_end.search(text, position)
                 if found is None:
-                    safe = position + partial_token_start(text[position:], grammar.value_ends)
+                    safe = position + partial_token_start(text[position:], self._value_ends)
                     self._read_value(text[position:safe])
                     self._held = text[safe:]
                     return None
                 self._read_value(text[position : found.start()])
                 self._end_value()
-                if found.group() == grammar.value_ends[0]:
+                if found.group() == self._value_ends[0]:
                     self._consumed.append(found.group())
                     position = found.end()
                 else:
@@ -136,10 +182,10 @@ class KeyedValuesCall(CallScanner):
             elif self._state is _State.AFTER_FUNCTION:
                 return self._after_function(text, position)
             else:
-                found = grammar.body_tag.search(text, position)
+                found = self._body_tag.search(text, position)
                 if found is None:
                     safe = unfinished_tag_start(
-                        text, len(text) - position, grammar.body_head, grammar.tags_in_head
+                        text, len(text) - position, self._body_head, grammar.tags_in_head
                     )
                     self._between_parameters(text[position:safe])
                     self._consumed.append(text[position:safe])
@@ -169,7 +215,9 @@ class KeyedValuesCall(CallScanner):
                         self._sender.call, ErrorKind.PARSE_BUDGET, str(error), original
                     )
                     return text[position:]
-                self._begin_value(found.group("key"))
+                named = found.groupdict()
+                element = named.get("element")
+                self._begin_value(element or named.get("slipped") or named["key"], element)
 
     def _after_function(self, text: str, position: int) -> str | None:
         """Take the wrapper's close tag (`</tool_call>`) if it follows; the gap before it
@@ -207,8 +255,18 @@ class KeyedValuesCall(CallScanner):
             self._problem = "text between the parameters is no parameter"
             self._sender.stop()
 
-    def _begin_value(self, key: str) -> None:
+    def _element_keys(self) -> tuple[str, ...]:
+        """The declared parameters that may be written as elements (names a tag can have)."""
+        properties = self._schema.get("properties")
+        if not isinstance(properties, Mapping):
+            return ()
+        return tuple(key for key in properties if _ELEMENT_NAME.fullmatch(key))
+
+    def _begin_value(self, key: str, element: str | None = None) -> None:
+        """Read the value of `key`, written in the grammar's tags or as the element
+        `element` (which ends at its own close tag)."""
         self._state, self._key, self._value = _State.VALUE, key, []
+        self._value_ends, self._value_end = _value_ends(self._grammar, element)
         self._layout = ValueLayout(drop_final_line_break=True)
         if key in self._values:
             self._problem = f"the parameter {key!r} is given twice"

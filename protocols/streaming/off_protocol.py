@@ -3,9 +3,12 @@
 after another, `;` between several as Llama 3.x writes custom tools, or in a JSON array),
 or the calls of a dialect that has no marker of its own (`dialect.AnswerForm`: a Python
 list of calls), bare, in one code fence, or inside one stray tag such as `<tool_response>`.
-Anything else around them (prose before or after, an undeclared name) makes the answer
-text, and it is released as soon as it shows: prose after the calls streams, it is not held
-to the end."""
+Anything else around them (prose before or after) makes the answer text, and it is
+released as soon as it shows: prose after the calls streams, it is not held to the end.
+
+Objects that name no declared tool alone are text; beside one that does (a small model
+wrote `Write` between two tools it made up), they are what the model meant to do, and the
+declared call is read (`emit_call_objects`)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..base import UnknownTools
 from ..lenient.call_objects import CallObjectError, calls_in_json
 from ..lenient.json_values import TopLevelReader
 from ..lenient.relaxed_json import (
@@ -21,9 +25,10 @@ from ..lenient.relaxed_json import (
     strip_code_fence,
 )
 from ..lenient.tool_names import DeclaredTools
+from ..parts import ErrorKind
 from .call_hold import MAX_HELD_CHARS
+from .commit_policy import CallContext
 from .dialect_forms import AnswerForm, could_name, resolve_tool_name
-from .json_stream import JsonCallLexer
 
 # Longer than any tag name a model wraps an answer in; a longer `<...` is prose.
 MAX_WRAPPER_TAG_CHARS = 64
@@ -44,19 +49,44 @@ _SEPARATORS = re.compile(r"[\s,;]*")  # between call objects, as `parse_json_val
 _ARGUMENTS_KEYS = frozenset({"arguments", "parameters"})
 
 
-def fenced_call_objects(
-    text: str, declared: DeclaredTools, budget: RelaxedParseBudget
-) -> list[tuple[str, dict[str, Any]]] | None:
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+def fenced_call_objects(text: str, budget: RelaxedParseBudget) -> Calls | None:
     """The calls a code fence of JSON holds (`text`, its fence lines included) when it holds
-    call objects of declared tools alone (as the whole answer must, see OffProtocolAnswer),
-    else None."""
+    call objects alone (as the whole answer must, see OffProtocolAnswer), else None. Their
+    names are as written: `emit_call_objects` decides on them."""
     try:
-        calls = calls_in_json(
+        return calls_in_json(
             text.strip(), complete_only=True, budget=budget, required_keys=_ARGUMENTS_KEYS
         )
     except CallObjectError:
         return None
-    return calls if all(name in declared for name, _ in calls) else None
+
+
+def emit_call_objects(ctx: CallContext, calls: Calls, original: str) -> bool:
+    """Emit the calls a stretch of call objects written off the protocol holds (`original`,
+    the whole answer or a fence), if one of them names a declared tool; False leaves the
+    stretch text. Objects naming no declared tool alone are text (an answer in JSON that
+    looks like calls, or calls to tools of another prompt), with an `unknown_tool` record
+    saying why no call came of them. Beside a declared call they are calls the model meant,
+    handled as UNKNOWN_TOOLS says of undeclared calls: forwarded (the agent tells the model
+    the tool does not exist), or, under `text`, left out of the calls with the record
+    holding their names, while the declared calls go out."""
+    unknown = [name for name, _ in calls if name not in ctx.tools]
+    if unknown:
+        names = ", ".join(unknown)
+        if len(unknown) == len(calls):
+            ctx.error(ErrorKind.UNKNOWN_TOOL, f"call objects to unknown tools: {names}", original)
+            return False
+        if ctx.unknown_tools is UnknownTools.CALL:
+            message = f"unknown tool beside declared calls, forwarded: {names}"
+        else:
+            message = f"unknown tool beside declared calls, left out: {names}"
+            calls = [(name, arguments) for name, arguments in calls if name in ctx.tools]
+        ctx.error(ErrorKind.UNKNOWN_TOOL, message, original)
+    ctx.complete_calls(calls, original)
+    return True
 
 
 class OffProtocolAnswer:
@@ -77,7 +107,6 @@ class OffProtocolAnswer:
         self._rest: list[str] = []  # what follows, kept in pieces: a long answer is held
         self._rest_chars = 0
         self._json_start: int | None = None  # where in `_head` the first object begins
-        self._lexer = JsonCallLexer()
         self._values = TopLevelReader()  # what lies between the objects, from the first on
         # What may end the answer after its objects: the fence's and the tag's closings.
         self._closing = ""
@@ -103,8 +132,10 @@ class OffProtocolAnswer:
             return self._follow_json(self._head[self._json_start :])
         return len(self._head) <= MAX_ANSWER_HEAD_CHARS and self._may_still_open()
 
-    def calls(self, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]] | None:
-        """The calls the whole answer is, or None when it is not only declared calls."""
+    def calls(self, budget: RelaxedParseBudget) -> Calls | None:
+        """The calls the whole answer is, or None when it is not only calls. A dialect's
+        calls name declared tools alone; call objects' names are as written (see
+        `emit_call_objects`)."""
         if self._json_start is None:
             return None
         try:
@@ -121,12 +152,11 @@ class OffProtocolAnswer:
         try:
             if self._form is not None:
                 return self._declared_calls(self._form.read(strip_code_fence(inner), budget))
-            calls = calls_in_json(
+            return calls_in_json(
                 inner, complete_only=True, budget=budget, required_keys=_ARGUMENTS_KEYS
             )
         except CallObjectError:
             return None
-        return calls if all(name in self._declared for name, _ in calls) else None
 
     def _declared_calls(
         self, calls: list[tuple[str, dict[str, Any]]]
@@ -212,14 +242,9 @@ class OffProtocolAnswer:
         return False
 
     def _follow_json(self, new: str) -> bool:
-        """False once the answer cannot be only declared calls: the first object names an
-        undeclared tool, or what follows the objects is more than their closing. Whether
-        the objects parse as calls (a relaxed body) is decided when the output ends."""
-        lexer = self._lexer
-        if lexer.healthy and lexer.name is None:
-            lexer.feed(new)
-        if lexer.name is not None and lexer.name not in self._declared:
-            return False
+        """False once the answer cannot be only calls: what follows the objects is more
+        than their closing. Whether the objects parse as calls (a relaxed body), and name a
+        declared tool, is decided when the output ends: a later object may name one."""
         try:
             between = self._values.feed(new)
         except RelaxedJSONError:

@@ -16,9 +16,12 @@ from ..parts import (
     TextDelta,
     TextEnd,
     TextStart,
+    ThinkEnd,
+    ThinkStart,
     ToolCall,
     ToolCallDelta,
     ToolCallStart,
+    ToolCallUnfinished,
 )
 from ..quoted_lines import NO_QUOTED_LINES, QuotedLines
 from .call_hold import MAX_HELD_CHARS, CallHold, HeldResult, Outcome, Phase
@@ -44,6 +47,7 @@ class PartWriter:
     sent as a start, one fragment and the call, once they are decided."""
 
     __slots__ = (
+        "_after_end",
         "_block",
         "_blocks",
         "_budget",
@@ -57,6 +61,7 @@ class PartWriter:
         "_shell",
         "budget_spent",
         "context",
+        "ended",
         "fenced_calls",
     )
 
@@ -86,11 +91,17 @@ class PartWriter:
         self.context = ReadingContext(quoted_lines)
         self._hold: CallHold | None = None
         self.fenced_calls: FencedCalls | None = None
+        # A result the model invented for its call was dropped: the answer ended there, and
+        # what the parser reads after it is kept here, not written (see `after_end`).
+        self.ended = False
+        self._after_end: list[str] = []
 
     def begin_call(self, opening: str) -> Verdict:
         """A call form begins after the text written so far with `opening`, its open tag:
         its verdict. TEXT: its open tag is to be written as text; HOLD_*: the call is to be
         read whole (atomic) and handed to `call_part`, which holds it until it is decided."""
+        if self.ended:
+            return Verdict.TEXT  # written as text, which goes after the end
         verdict = self.context.verdict(opening)
         hold = self._hold
         if hold is not None:
@@ -98,6 +109,8 @@ class PartWriter:
             if outcome is Outcome.WAIT:
                 return verdict
             self._decide(outcome)
+            if self.ended:
+                return Verdict.TEXT
         if verdict is Verdict.CALL:
             self.context.called()
         elif verdict is not Verdict.TEXT:
@@ -109,6 +122,9 @@ class PartWriter:
 
     def text(self, text: str) -> None:
         while text:
+            if self.ended:
+                self._after_end.append(text)
+                return
             hold = self._hold
             if hold is not None:
                 taken, outcome = hold.text(text)
@@ -159,6 +175,9 @@ class PartWriter:
     def marker(self, part: Part) -> None:
         """A part that sits inside the text flow (think markers) without closing it; text
         held as layout before it is text after all."""
+        if self.ended:
+            self._after_end.append(_record_text(part))
+            return
         if self._hold is not None:
             self._decide(self._hold.end())
         self.context.message_begins()
@@ -166,6 +185,9 @@ class PartWriter:
         self._add(part)
 
     def call_part(self, part: Part) -> None:
+        if self.ended:
+            self._after_end.append(_record_text(part))
+            return
         if self._hold is not None:
             self._hold.part(part)
             return
@@ -176,15 +198,31 @@ class PartWriter:
         it) once that call is a call. After a held call it waits for the hold's verdict,
         and is read as the text it is (a fence holding a call and its result is a
         transcript)."""
+        if self.ended:
+            self._after_end.append(text)
+            return
         if self._hold is None:
             dropped()
+            self.ended = True
             return
         self.context.feed(text)
         self._hold.part(HeldResult(text, dropped))
 
+    def after_end(self, text: str) -> None:
+        """Text read after the answer ended (see `ended`): kept for its record."""
+        self._after_end.append(text)
+
+    def take_after_end(self) -> str:
+        """What was read after the answer ended, once: the parser records it."""
+        text, self._after_end = "".join(self._after_end), []
+        return text
+
     def whole_call(self, call: ToolCall) -> None:
         """A call decided whole, none of it sent yet: in `incremental` mode it is sent as a
         start, one fragment and the call."""
+        if self.ended:
+            self._after_end.append(call.original)
+            return
         if self._hold is not None:
             self._hold.part(call)
             return
@@ -223,11 +261,17 @@ class PartWriter:
         if outcome is Outcome.CALLS:
             self.context.called()
             for record in hold.records:
-                if isinstance(record, HeldResult):
+                if self.ended:  # after a result the model invented: not its answer
+                    self._after_end.append(_record_text(record))
+                elif isinstance(record, HeldResult):
                     record.dropped()
+                    self.ended = True
                 elif not isinstance(record, str):
                     self._write_whole_call(record)
-            self._write_text(hold.tail)
+            if self.ended:
+                self._after_end.append(hold.tail)
+            else:
+                self._write_text(hold.tail)
             return
         if outcome is Outcome.JSON:
             original = "".join(record for record in hold.records if isinstance(record, str))
@@ -309,3 +353,14 @@ class PartWriter:
                 run_of = ToolCallDelta(run_of.id, "".join((run_of.arguments, *self._run)))
             self._run = []
         self._parts.append(run_of)
+
+
+def _record_text(record: str | Part | HeldResult) -> str:
+    """The model's text a held record (or a part written after the end) stands for."""
+    if isinstance(record, str):
+        return record
+    if isinstance(record, HeldResult):
+        return record.text
+    if isinstance(record, ThinkStart | ThinkEnd):
+        return record.tag
+    return record.original if isinstance(record, ToolCall | ToolCallUnfinished) else ""

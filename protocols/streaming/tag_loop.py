@@ -33,7 +33,7 @@ from .dialect_forms import (
 )
 from .invented_result import InventedResult, result_block
 from .marker_scan import MarkerScan, marker_scan, partial_token_start
-from .off_protocol import OffProtocolAnswer, fenced_call_objects
+from .off_protocol import OffProtocolAnswer, emit_call_objects, fenced_call_objects
 from .part_writer import PartWriter
 from .reading_context import MAX_LINE_CHARS
 from .think_tags import THINK_OPEN, THINK_TAGS, ThinkBlock, think_tag_ends
@@ -162,7 +162,14 @@ class TagStreamParser(StreamParser):
         for start in range(0, len(text), FEED_PIECE_CHARS):
             self._read_piece(text[start : start + FEED_PIECE_CHARS])
 
+    @property
+    def ended(self) -> bool:
+        return self._ctx.out.ended
+
     def _read_piece(self, text: str) -> None:
+        if self._ctx.out.ended:  # not the model's answer: kept for its record, not read
+            self._ctx.out.after_end(text)
+            return
         answer = self._answer
         if answer is not None:
             if not answer.feed(text):
@@ -199,8 +206,7 @@ class TagStreamParser(StreamParser):
         if self._answer is not None:
             answer, self._answer = self._answer, None
             calls = answer.calls(self._ctx.relaxed_budget)
-            if calls is not None:
-                self._ctx.complete_calls(calls, answer.text)
+            if calls is not None and emit_call_objects(self._ctx, calls, answer.text):
                 out.end()
                 return out.take()
             self._read(answer.text)
@@ -220,6 +226,14 @@ class TagStreamParser(StreamParser):
             out.marker(ThinkEnd(""))
             self._think = None
         out.end()
+        after = out.take_after_end()
+        if after.strip():
+            self._ctx.error(
+                ErrorKind.INVENTED_RESULT,
+                "the answer ended at the result the model wrote for its call: what followed it,"
+                " built on that result, is dropped",
+                after,
+            )
         return out.take()
 
     def _end_think_holding_call(self, think: ThinkBlock) -> None:
@@ -243,11 +257,8 @@ class TagStreamParser(StreamParser):
 
     def _fenced_calls(self, original: str) -> bool:
         """Emit the calls a fence of JSON after prose holds (see `call_hold`), if it does."""
-        calls = fenced_call_objects(original, self._declared, self._ctx.relaxed_budget)
-        if calls is None:
-            return False
-        self._ctx.complete_calls(calls, original)
-        return True
+        calls = fenced_call_objects(original, self._ctx.relaxed_budget)
+        return calls is not None and emit_call_objects(self._ctx, calls, original)
 
     def _opens_call(self, text: str) -> bool:
         call, _, _ = self._locate(text, self._outside, 0)
@@ -331,7 +342,10 @@ class TagStreamParser(StreamParser):
 
     def _advance(self) -> None:
         while self._pending:
-            if self._call is not None:
+            if self._ctx.out.ended:
+                self._ctx.out.after_end(self._pending)
+                self._pending = ""
+            elif self._call is not None:
                 rest = self._call.consume(self._pending)
                 if rest is None:
                     if self._held_call is not None:

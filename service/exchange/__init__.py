@@ -76,6 +76,7 @@ from .hosted_tools import check_hosted_tool, count_dropped_tools
 from .request import (
     ChatRequest,
     ChoiceMode,
+    assistant_message,
     checked_chat_request,
     content_text,
     decoded_body,
@@ -114,6 +115,7 @@ __all__ = [
     "Sent",
     "Writer",
     "Written",
+    "assistant_message",
     "check_hosted_tool",
     "checked_chat_request",
     "content_text",

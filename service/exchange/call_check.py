@@ -147,6 +147,10 @@ class CheckedParser(StreamParser):
     def finish(self) -> list[Part]:
         return self._checked(self._parser.finish())
 
+    @property
+    def ended(self) -> bool:
+        return self._parser.ended
+
     def _checked(self, parts: list[Part]) -> list[Part]:
         for part in parts:
             if not isinstance(part, ToolCall) or (self._single_call and self._checked_one):

@@ -34,6 +34,19 @@ STOP = "stop"  # the finish reason of a text that ended by itself
 # are held until it does; past this many characters it never will, and they are let go
 # (200 MB of a call never named were held, and never sent: there was nothing to call).
 MAX_UNNAMED_ARGUMENTS_CHARS = 64 * 1024
+# A call identical to one made earlier in the answer (the same tool, the same arguments) is
+# not sent again; after this many such repeats the answer ends. A 1.5B model in an agent
+# loop wrote 68 calls made of 2 distinct ones in one answer, which pushed the agent's next
+# prompt past the model's context; a model that repeats itself three times goes on doing so.
+REPEATS_BEFORE_END = 3
+
+
+class EndReason:
+    """Why an answer ended before the model's output did (see `DeltaMapper.ended`)."""
+
+    SINGLE_CALL = "single_call"  # one call was allowed, and it was made
+    REPEATED_CALLS = "repeated_calls"  # REPEATS_BEFORE_END calls repeated earlier ones
+    INVENTED_RESULT = "invented_result"  # the model wrote a result for its own call
 
 
 @dataclass(slots=True)
@@ -57,6 +70,11 @@ class DeltaMapper:
     rescued: held, and sent after them when the choice ends (`rescued`), so their indexes
     follow the upstream's, streamed or not.
 
+    A parsed call identical to an earlier one is not sent again (`on_repeated_call`), and
+    the answer ends (`ended`: nothing after it is sent, and a stream stops reading the
+    upstream) after the first call made when `single_call`, or at the REPEATS_BEFORE_END-th
+    repeat. The calls after the end are counted as dropped when `single_call`.
+
     >>> mapper = DeltaMapper(think_as_reasoning=False, single_call=False)
     >>> mapper.deltas([TextDelta("t1", "Hi"), ToolCall("call_1", "f", "{}", {}, "...")])
     [ContentDelta(text='Hi', ...), CallStart(index=0, call_id='call_1', ...), CallDelta(...)]
@@ -72,6 +90,7 @@ class DeltaMapper:
         on_call: Callable[[str], None] | None = None,
         on_dropped_call: Callable[[str], None] | None = None,
         on_rescued_call: Callable[[str], None] | None = None,
+        on_repeated_call: Callable[[str], None] | None = None,
         choice: int = 0,
     ) -> None:
         self._choice = choice
@@ -82,6 +101,10 @@ class DeltaMapper:
         self._on_call = on_call  # told each completed call's name
         self._on_dropped_call = on_dropped_call
         self._on_rescued_call = on_rescued_call
+        self._on_repeated_call = on_repeated_call
+        self._made: set[tuple[str, str]] = set()  # (name, arguments) of the parsed calls sent
+        self._repeats = 0
+        self.ended: str | None = None  # why the answer ended early (`EndReason`), if it did
         self._in_think = False
         self._indexes: dict[str, int] = {}  # call id -> index, for every call whose start went out
         self._inputs: dict[str, FreeFormInputStream] = {}  # free-form call id -> its text so far
@@ -95,7 +118,16 @@ class DeltaMapper:
 
     def deltas(self, parts: Iterable[Part]) -> list[Delta]:
         out = _StepDeltas(self._choice)
+        parts = list(parts)
+        # A call whose start, arguments and end come in one step (a small call, sent whole)
+        # is read at its end: whether it repeats an earlier one is known only then.
+        ended = {part.id for part in parts if isinstance(part, ToolCall)}
+        whole = {part.id for part in parts if isinstance(part, ToolCallStart) and part.id in ended}
         for part in parts:
+            if self.ended is not None:
+                if isinstance(part, ToolCall) and self.ended is EndReason.SINGLE_CALL:
+                    self._dropped_call(part.name)
+                continue
             if isinstance(part, TextDelta):
                 out.text(ReasoningDelta if self._in_think else ContentDelta, part.text)
             elif isinstance(part, ThinkStart | ThinkEnd):
@@ -104,17 +136,19 @@ class DeltaMapper:
                 else:  # clients such as Roo Code read them in the content
                     out.text(ContentDelta, part.tag)
             elif isinstance(part, ToolCallStart):
-                if self._admit(part.id, part.name):
+                if part.id not in whole and self._admit(part.id, part.name):
                     out.append(self._call_start(part.id, part.name))
             elif isinstance(part, ToolCallDelta):
                 index = self._indexes.get(part.id)
-                if index is not None:
+                if index is not None and part.id not in whole:
                     out.extend(self._call_text(part.id, part.arguments))
             elif isinstance(part, ToolCall):
                 if self._native:
                     self._rescued.append(part)
-                else:
+                elif not self._repeated(part):
                     out.extend(self._complete(part))
+                    if self._single_call and part.id in self._indexes:
+                        self.ended = EndReason.SINGLE_CALL
             elif isinstance(part, ToolCallUnfinished) and part.id in self._indexes:
                 self.unfinished_call = True
         return out.deltas()
@@ -188,6 +222,20 @@ class DeltaMapper:
                 logger.warning("the upstream sent a tool call without a name; not sent")
         return out
 
+    def _repeated(self, call: ToolCall) -> bool:
+        """Whether `call` repeats one made earlier in the answer: then, unless it streamed
+        (its start went out), it is not sent. The answer ends at the last repeat allowed."""
+        key = (call.name, call.arguments)
+        if key not in self._made:
+            self._made.add(key)
+            return False
+        self._repeats += 1
+        if self._repeats >= REPEATS_BEFORE_END:
+            self.ended = EndReason.REPEATED_CALLS
+        if self._on_repeated_call is not None:
+            self._on_repeated_call(call.name)
+        return call.id not in self._indexes
+
     def _complete(self, call: ToolCall) -> list[Delta]:
         streamed = call.id in self._indexes  # incremental: its start and fragments went out
         if not streamed and (call.id in self._dropped or not self._admit(call.id, call.name)):
@@ -216,6 +264,10 @@ class DeltaMapper:
             fragment = reader.feed(fragment)
         return [CallDelta(self._indexes[call_id], fragment, self._choice)] if fragment else []
 
+    def _dropped_call(self, name: str) -> None:
+        if self._on_dropped_call is not None:
+            self._on_dropped_call(name)
+
     def _completed(self, name: str) -> None:
         self.completed_calls += 1
         if self._on_call is not None:
@@ -225,8 +277,7 @@ class DeltaMapper:
         """Give the call the next index, or drop it when only one call is allowed."""
         if self._single_call and self._indexes:
             self._dropped.add(call_id)
-            if self._on_dropped_call is not None:
-                self._on_dropped_call(name)
+            self._dropped_call(name)
             return False
         self._indexes[call_id] = len(self._indexes)
         return True

@@ -37,7 +37,7 @@ from .hosted_tools import count_dropped_tools
 from .parsing import OutputParsing
 from .repair import CallRepair
 from .request import ChatRequest, ChoiceMode
-from .rewrite import FORCED_CHOICES, rewrite_request
+from .rewrite import FORCED_CHOICES, joined_turns, rewrite_request
 from .stream import Events, stream_events
 from .whole import whole_events
 
@@ -85,8 +85,8 @@ class ChatExchange:
         record.model, record.stream = (model if isinstance(model, str) else None), chat.stream
         self._request = request
         self._context = context
-        self.chat = chat
         self._target = context.router.target_for(model)
+        self.chat = chat.under_route(self._target.single_call)
         self._url = self._target.chat_url
         self._held_whole = held_whole
         self._check = CallCheck(chat.tools, chat.strict_tools)
@@ -105,7 +105,9 @@ class ChatExchange:
         sent for one that calls tools itself (the model renamed by a route)."""
         target, chat = self._target, self.chat
         if target.native_tools:  # the tools and `tool_choice` included
-            return chat.body if target.model is None else {**chat.body, "model": target.model}
+            body = chat.body if target.model is None else {**chat.body, "model": target.model}
+            messages = joined_turns(chat.messages)
+            return body if messages is chat.messages else {**body, "messages": messages}
         return rewrite_request(
             chat, self.protocol, target.model, structured_output=target.structured_output
         )

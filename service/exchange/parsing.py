@@ -126,4 +126,5 @@ class OutputParsing:
             on_call=self.observer.tool_call,
             on_dropped_call=self.observer.dropped_call,
             on_rescued_call=self.observer.rescued_call,
+            on_repeated_call=self.observer.repeated_call,
         )

@@ -4,7 +4,7 @@ in OpenAI's error shape naming the offending `param`, never a 500."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -39,9 +39,17 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...]
     choice: ChoiceMode
     named_tool: str | None
-    single_call: bool  # `parallel_tool_calls: false`
+    single_call: bool  # `parallel_tool_calls: false`, or the route's for a client silent on it
     n: int  # the choices asked for: an upstream answer may hold no others
     strict_tools: frozenset[str] = frozenset()  # declared `strict`: held to all their schema
+    parallel_stated: bool = False  # the client said whether it takes parallel calls
+
+    def under_route(self, single_call: bool) -> ChatRequest:
+        """This request on a route whose `single_call` holds for clients that say nothing
+        of parallel calls (Pi and Continue send no `parallel_tool_calls`)."""
+        if not single_call or self.parallel_stated or self.single_call:
+            return self
+        return replace(self, single_call=True)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -66,6 +74,15 @@ class ChatRequest:
     def include_usage(self) -> bool:
         options = self.body.get("stream_options")
         return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def assistant_message(texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message of a front door's history: its text joined (null for none), and
+    its calls, if it made any, as chat tool calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
 
 
 def _texts(content: Any) -> list[str]:
@@ -119,6 +136,7 @@ def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
     tools = tuple(_tool_spec(tool) for tool in declared)
     choice, named = _tool_choice(body, {tool.name for tool in tools})
     parallel = body.get("parallel_tool_calls")
+    stated = parallel is not None
     if parallel is None:  # absent or null: OpenAI's default
         parallel = True
     if not isinstance(parallel, bool):
@@ -131,6 +149,7 @@ def checked_chat_request(body: dict[str, Any]) -> ChatRequest:
         single_call=not parallel,
         n=_choice_count(body),
         strict_tools=_strict_names(declared),
+        parallel_stated=stated,
     )
 
 

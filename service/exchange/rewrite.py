@@ -3,6 +3,7 @@ written into the system prompt, earlier calls and results written into the histo
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -115,27 +116,68 @@ def offered_tools(request: ChatRequest) -> list[ToolSpec]:
 
 def render_history(messages: Sequence[dict[str, Any]], protocol: Protocol) -> list[dict[str, Any]]:
     """Messages with assistant tool calls as assistant text and each run of consecutive tool
-    results as one user message, both written in `protocol`; others untouched."""
+    results as one user message, both written in `protocol`; others untouched. An assistant
+    message after one that made calls is the same turn (`continues_turn`): its text follows
+    their calls in one message, as the model wrote them."""
     # Reading the calls' arguments is charged to one budget per request, as a response's
     # parsing is: 1 MB of JSON5 arguments took seconds, again on every continuation.
     budget = RelaxedParseBudget()
     rendered: list[dict[str, Any]] = []
     call_names: dict[str, str] = {}
     results: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
     for message in messages:
         if message["role"] in TOOL_RESULT_ROLES:
             results.append(message)
+            previous = message
             continue
         if results:
             rendered.append(_results_message(results, call_names, protocol))
             results = []
+        said = message
         if _is_tool_history(message):
-            rendered.append(_assistant_message(message, call_names, protocol, budget))
+            said = _assistant_message(message, call_names, protocol, budget)
+        if continues_turn(previous, message) and isinstance(rendered[-1]["content"], str):
+            more = [rendered[-1]["content"], content_text(said.get("content"))]
+            rendered[-1] = {**rendered[-1], "content": PART_SEPARATOR.join(filter(None, more))}
         else:
-            rendered.append(message)
+            rendered.append(said)
+        previous = message
     if results:
         rendered.append(_results_message(results, call_names, protocol))
     return rendered
+
+
+def continues_turn(previous: dict[str, Any] | None, message: dict[str, Any]) -> bool:
+    """Whether `message` is the rest of the assistant turn `previous` began: an assistant
+    message right after one that made calls, what the model wrote after them. A front door
+    whose turns interleave text and calls (Messages, Responses, Gemini) splits a turn there,
+    so that its order is kept (it was joined, and text written after a call went back to
+    the model before it)."""
+    return (
+        previous is not None
+        and message["role"] == "assistant"
+        and previous["role"] == "assistant"
+        and bool(previous.get("tool_calls"))
+    )
+
+
+def joined_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each turn split after its calls (`continues_turn`) joined again
+    for an upstream that calls tools itself: chat's shape has one message a turn, its text
+    then its calls (an assistant message with calls must be followed by their results)."""
+    if not any(continues_turn(a, b) for a, b in itertools.pairwise(messages)):
+        return messages
+    joined: list[dict[str, Any]] = []
+    for message in messages:
+        if joined and continues_turn(joined[-1], message):
+            turn = joined[-1]
+            text = content_text(turn.get("content")) + content_text(message.get("content"))
+            calls = [*turn["tool_calls"], *(message.get("tool_calls") or ())]
+            joined[-1] = {**turn, "content": text or None, "tool_calls": calls}
+        else:
+            joined.append(message)
+    return joined
 
 
 def _is_tool_history(message: dict[str, Any]) -> bool:

@@ -1,6 +1,8 @@
 """A streamed answer: upstream SSE chunks in, their text through the parser, the engine's
 events out, a list of them per upstream chunk (the caller owns and closes the upstream
-stream)."""
+stream). An answer that ends before the model's output does (one call allowed and made,
+calls repeated past the bound, a result the model invents for its call: `EndReason`) closes
+the upstream stream there: the rest costs the model's time and would never be used."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from ..wire import (
     UpstreamStatusError,
     json_value,
 )
-from .deltas import STOP, finish_reason
+from .deltas import STOP, EndReason, finish_reason
 from .events import (
     AnswerEnd,
     AnswerStart,
@@ -58,13 +60,23 @@ def internal_error() -> ProxyError:
 class _ChoiceStream:
     """One choice's parser and mapper, turning its upstream deltas into events."""
 
-    __slots__ = ("_index", "_mapper", "_parser", "finished")
+    __slots__ = ("_index", "_mapper", "_parser", "ended_early", "finished")
 
     def __init__(self, index: int, parsing: OutputParsing) -> None:
         self._index = index
         self._parser = parsing.stream_parser()
         self._mapper = parsing.mapper(index)
         self.finished = False
+        self.ended_early: str | None = None  # why it ended before the model's output did
+
+    def end_if_ended(self, events: list[Event]) -> None:
+        """Finish the choice if its answer has ended though the model's output goes on."""
+        reason = self._mapper.ended
+        if reason is None and self._parser.ended:
+            reason = EndReason.INVENTED_RESULT
+        if reason is not None and not self.finished:
+            self.ended_early = reason
+            self.finish(None, events)
 
     def delta(self, upstream: UpstreamChoice, events: list[Event]) -> None:
         upstream_delta = upstream.delta
@@ -119,14 +131,23 @@ async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: in
                 if choice is None:
                     choice = choices[index] = _ChoiceStream(index, parsing)
                     events.append(ChoiceStart(index))
+                if choice.ended_early is not None:
+                    continue  # the rest of an answer that ended is not read
                 choice.delta(upstream_choice, events)
                 reason = upstream_choice.finish_reason
                 if reason and not choice.finished:
                     choice.finish(reason, events, upstream_choice.matched_stop)
+                else:
+                    choice.end_if_ended(events)
             usage = chunk.get("usage") or usage
             if events:
                 yield events
                 events = []
+            if early := _ended_early(choices, n):
+                parsing.observer.answer_ended(early)
+                await _close(payloads)
+                await stream.aclose()  # what the model writes on is never read
+                break
         if not complete and not (choices and all(c.finished for c in choices.values())):
             stream.failed(UpstreamFailure.MID_STREAM)
             raise ProxyError(
@@ -153,6 +174,21 @@ async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: in
     except Exception:
         logger.exception("streaming answer failed")
         yield [*events, *_start_unless(started), Failure(internal_error())]
+
+
+async def _close(payloads: AsyncIterator[str]) -> None:
+    """The chunk reader left before its end, closed now rather than when it is collected."""
+    close = getattr(payloads, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def _ended_early(choices: dict[int, _ChoiceStream], n: int) -> str | None:
+    """Why the answer ended before the upstream's output did, once every choice asked for
+    is finished and one of them ended early; else None."""
+    if len(choices) < n or not all(choice.finished for choice in choices.values()):
+        return None
+    return next((c.ended_early for c in choices.values() if c.ended_early is not None), None)
 
 
 def _start_unless(started: bool) -> list[Event]:

@@ -14,7 +14,7 @@ import binascii
 from collections import deque
 from typing import Any
 
-from ..exchange import content_text, invalid
+from ..exchange import assistant_message, content_text, invalid
 from ..wire import json_bytes
 from .fields import field
 
@@ -56,8 +56,7 @@ def chat_messages(contents: Any) -> list[dict[str, Any]]:
             raise invalid("role must be 'user' or 'model'", f"{param}.role")
         parts = _parts(content, param)
         if role == MODEL:
-            if (message := _model_message(parts, ledger, index)) is not None:
-                messages.append(message)
+            messages.extend(_model_messages(parts, ledger, index))
         else:
             messages.extend(_user_messages(parts, ledger, index))
     return messages
@@ -113,10 +112,13 @@ def _text(part: dict[str, Any], param: str) -> str:
     return str(text)
 
 
-def _model_message(
+def _model_messages(
     parts: list[tuple[int, dict[str, Any]]], ledger: CallLedger, turn: int
-) -> dict[str, Any] | None:
-    """The model's turn as an assistant message; None for a turn that held only thoughts."""
+) -> list[dict[str, Any]]:
+    """The model's turn as assistant messages: text after a call begins another message of
+    the turn, so that the history keeps the model's order (`continues_turn` in the
+    engine's rewrite); none for a turn that held only thoughts."""
+    messages: list[dict[str, Any]] = []
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for at, part in parts:
@@ -124,6 +126,9 @@ def _model_message(
         call = field(part, "functionCall")
         if call is None:
             if _kind(part, param) == "text":
+                if calls:
+                    messages.append(assistant_message(texts, calls))
+                    texts, calls = [], []
                 texts.append(str(part["text"]))
             elif _kind(part, param) is not None:
                 raise invalid("a model turn holds text and function calls only", param)
@@ -134,12 +139,9 @@ def _model_message(
         ledger.called(name, call_id)
         function = {"name": name, "arguments": json_bytes(arguments).decode()}
         calls.append({"id": call_id, "type": "function", "function": function})
-    if not texts and not calls:
-        return None
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
-    if calls:
-        message["tool_calls"] = calls
-    return message
+    if texts or calls:
+        messages.append(assistant_message(texts, calls))
+    return messages
 
 
 def _call_fields(call: Any, param: str) -> tuple[str, dict[str, Any]]:

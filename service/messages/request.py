@@ -10,7 +10,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..exchange import ChatRequest, checked_chat_request, content_text, decoded_body, invalid
+from ..exchange import (
+    ChatRequest,
+    assistant_message,
+    checked_chat_request,
+    content_text,
+    decoded_body,
+    invalid,
+)
 from ..settings import HostedTools
 from ..wire import json_bytes
 from .tools import chat_tool_choice, messages_tools
@@ -122,9 +129,7 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
         blocks = _blocks(message, param)
         role = message["role"]
         if role == "assistant":
-            said = _assistant_message(blocks, f"{param}.content")
-            if said["content"] is not None or "tool_calls" in said:  # not only thinking
-                chat.append(said)
+            chat += _assistant_messages(blocks, f"{param}.content")
         elif role == "system":  # mid-conversation instructions, kept where they were said
             chat.append({"role": "system", "content": _text_of(blocks, f"{param}.content")})
         else:
@@ -132,15 +137,21 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
     return chat
 
 
-def _assistant_message(blocks: list[dict[str, Any]], param: str) -> dict[str, Any]:
+def _assistant_messages(blocks: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:
     """The assistant's text joined, its tool_use blocks as chat tool calls (the input object
     as the arguments' JSON text, as OpenAI's API has it: the protocol writes the call from
-    it, and an upstream that calls tools itself takes it as sent), its thinking left out."""
+    it, and an upstream that calls tools itself takes it as sent), its thinking left out.
+    Text after a call begins another message of the turn, so that the history keeps the
+    model's order (`rewrite.continues_turn`); none for a turn of thinking alone."""
+    messages: list[dict[str, Any]] = []
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for index, block in enumerate(blocks):
         kind = block.get("type")
         if kind == "text":
+            if calls:
+                messages.append(assistant_message(texts, calls))
+                texts, calls = [], []
             texts.append(str(block.get("text") or ""))
         elif kind == "tool_use":
             call_id, name = block.get("id"), block.get("name")
@@ -153,10 +164,9 @@ def _assistant_message(blocks: list[dict[str, Any]], param: str) -> dict[str, An
             calls.append({"id": call_id, "type": "function", "function": function})
         elif kind not in THINKING_BLOCKS:
             raise _unsupported(kind, f"{param}[{index}]")
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
-    if calls:
-        message["tool_calls"] = calls
-    return message
+    if texts or calls:
+        messages.append(assistant_message(texts, calls))
+    return [m for m in messages if m["content"] is not None or "tool_calls" in m]
 
 
 def _user_messages(blocks: list[dict[str, Any]], param: str) -> list[dict[str, Any]]:

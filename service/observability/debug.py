@@ -245,3 +245,7 @@ class _TracedParser(StreamParser):
         self._transcript.record("", parts)
         self._transcript.end()
         return parts
+
+    @property
+    def ended(self) -> bool:
+        return self._parser.ended

@@ -156,6 +156,17 @@ class ProxyMetrics:
             "Calls beyond the first, dropped because parallel_tool_calls is false.",
             "protocol",
         )
+        self.repeated_calls = counter(
+            "repeated_tool_calls_total",
+            "Calls identical to one made earlier in the same answer: not sent again.",
+            "protocol",
+        )
+        self.answers_ended_early = counter(
+            "answers_ended_early_total",
+            "Streamed answers whose upstream stream the proxy closed before the model's output"
+            " ended, by why: single_call, repeated_calls, invented_result.",
+            *("protocol", "reason"),
+        )
         self.rescued_calls = counter(
             "rescued_tool_calls_total",
             "Calls an upstream that calls tools itself left in its text, parsed out of it.",

@@ -62,6 +62,17 @@ class CompletionObserver:
         if self._listener is not None:
             self._listener.dropped_call(name)
 
+    def repeated_call(self, name: str) -> None:
+        """A call identical to one made earlier in the answer: not sent again."""
+        self._metrics.repeated_calls.labels(self._protocol).inc()
+        logger.debug("repeated call to %r: sent once", name)
+
+    def answer_ended(self, reason: str) -> None:
+        """A streamed answer ended before the model's output did (why: `reason`): the
+        proxy closed the upstream stream without reading the rest."""
+        self._metrics.answers_ended_early.labels(self._protocol, reason).inc()
+        logger.debug("answer ended early (%s): upstream stream closed", reason)
+
     def rescued_call(self, name: str) -> None:
         """A call the upstream, which calls tools itself, left in its text: parsed out of it."""
         self._metrics.rescued_calls.labels(self._protocol).inc()

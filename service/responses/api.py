@@ -41,8 +41,10 @@ async def create_response(
     exchange = ChatExchange(
         request, context, asked.chat, dropped=asked.tools.dropped, held_whole=True
     )
+    # What the proxy does: one call an answer on a route that gives it to a silent client.
+    reported = {**asked.body, "parallel_tool_calls": not exchange.chat.single_call}
     writer = ResponseWriter(
-        asked.body, model=exchange.model_name(), stream=asked.chat.stream, tools=asked.tools
+        reported, model=exchange.model_name(), stream=asked.chat.stream, tools=asked.tools
     )
 
     memory = connection_memory(request)

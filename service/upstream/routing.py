@@ -9,6 +9,7 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     native_tools = true                 # default: UPSTREAM_NATIVE_TOOLS
     structured_output = true            # default: UPSTREAM_STRUCTURED_OUTPUT
     call_repair_retries = 0             # default: CALL_REPAIR_RETRIES
+    single_call = true                  # default: SINGLE_CALL
     aliases = ["claude-coder"]          # more names it answers to, listed in /v1/models
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
@@ -46,6 +47,7 @@ ROUTE_FIELDS: dict[str, type] = {
     "native_tools": bool,
     "structured_output": bool,
     "call_repair_retries": int,
+    "single_call": bool,
     "aliases": list,
 }
 # How a field's type is said in an error.
@@ -77,6 +79,9 @@ class Target:
     structured_output: bool = False
     # Times an answer whose calls fail their tools' schemas is asked for again (0: never).
     call_repair_retries: int = 0
+    # A client that says nothing of parallel calls gets one call an answer, as with
+    # `parallel_tool_calls: false`: the prompt asks for one, the answer ends after it.
+    single_call: bool = False
     # Parsed once: httpx parses a URL given as text on every request (~12 µs).
     chat_url: httpx.URL = field(init=False, repr=False, compare=False)
 
@@ -164,6 +169,7 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         native_tools=entry.get("native_tools", default.native_tools),
         structured_output=entry.get("structured_output", default.structured_output),
         call_repair_retries=entry.get("call_repair_retries", default.call_repair_retries),
+        single_call=entry.get("single_call", default.single_call),
     )
 
 

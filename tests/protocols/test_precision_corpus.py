@@ -69,6 +69,18 @@ TOOL_SETS: dict[str, tuple[ToolSpec, ...]] = {
             "get_stock_price", "Latest price of a stock.", _object(["symbol"], symbol=_STRING)
         ),
     ),
+    # A coding agent's tools as Pi declares them: one required string makes a bare value.
+    "agent": (
+        ToolSpec(
+            "bash",
+            "Run a shell command.",
+            _object(["command"], command=_STRING, timeout={"type": "number"}),
+        ),
+        ToolSpec("read", "Read a file.", _object(["path"], path=_STRING)),
+        ToolSpec(
+            "write", "Write a file.", _object(["path", "content"], path=_STRING, content=_STRING)
+        ),
+    ),
     # BFCL's route planner, whose arguments a 1.5B model closed with each other's tags.
     "route": (
         ToolSpec(

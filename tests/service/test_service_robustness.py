@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 from observability import scrape
-from servers import MODEL, QUESTION, WEATHER_TOOL, Proxy, StartProxy, chat_body, serve
+from servers import MODEL, QUESTION, TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy, chat_body, serve
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from upstream_server import (
     PARIS_WEATHER,
+    TIME_CALL,
     USAGE,
+    UTC_TIME,
     WEATHER_CALL,
     Reply,
     ScriptedUpstream,
@@ -91,11 +93,11 @@ def test_tool_calls_that_are_not_an_array_are_a_400(
 def test_parallel_tool_calls_null_means_the_default(
     upstream: ScriptedUpstream, proxy: Proxy
 ) -> None:
-    upstream.script(Reply(WEATHER_CALL["json-mix"], WEATHER_CALL["json-mix"]))
+    upstream.script(Reply(WEATHER_CALL["json-mix"], TIME_CALL["json-mix"]))
 
-    completion = proxy.chat(chat_body(WEATHER_TOOL, parallel_tool_calls=None))
+    completion = proxy.chat(chat_body(WEATHER_TOOL, TIME_TOOL, parallel_tool_calls=None))
 
-    assert completion.calls == [PARIS_WEATHER, PARIS_WEATHER]
+    assert completion.calls == [PARIS_WEATHER, UTC_TIME]
 
 
 def test_lone_surrogate_from_the_client_reaches_upstream_escaped(

@@ -282,6 +282,9 @@ def _check_nothing_lost(result: Result) -> None:
 def _invented(result: Result, dropped: str) -> bool:
     """Whether `dropped` is results the model invented after a call, each with its record."""
     originals = [e.original for e in result.errors if e.kind is ErrorKind.INVENTED_RESULT]
+    # The answer ended at the first: what followed it has a record of its own, the last.
+    if len(originals) > 1 and dropped.endswith(originals[-1]):
+        dropped = dropped[: -len(originals[-1])]
     return bool(INVENTED.fullmatch(dropped)) and all(o in dropped for o in originals[:1])
 
 

@@ -9,7 +9,16 @@ from unittest.mock import Mock
 import pytest
 from parser_harness import CHUNKINGS, MODES, PROTOCOL_NAMES, Chunks, check_contract, run
 
-from protocols import ArgumentsMode, ParserOptions, Part, TextDelta, get_protocol
+from protocols import (
+    ArgumentsMode,
+    ErrorKind,
+    ParserOptions,
+    Part,
+    TextDelta,
+    ToolCall,
+    UnknownTools,
+    get_protocol,
+)
 from protocols.parts import ToolSpec
 from protocols.streaming import off_protocol
 from protocols.streaming.off_protocol import MAX_ANSWER_HEAD_CHARS
@@ -113,10 +122,32 @@ def test_the_stream_holds_the_answer_until_it_is_decided(protocol: str) -> None:
     held_then_text = parser.feed('ris"}}\n```\nThat was an example.') + parser.finish()
     text = "".join(part.text for part in held_then_text if isinstance(part, TextDelta))
     assert text.endswith("That was an example.")
-    # Text that cannot start call objects flows at once; an undeclared name is decided early.
+    # Text that cannot start call objects flows at once. An undeclared name is held too: a
+    # declared call may follow it.
     assert get_protocol(protocol).stream_parser([ToolSpec("get_weather")]).feed("Hello")
-    early = get_protocol(protocol).stream_parser([ToolSpec("get_weather")])
-    assert early.feed('{"name": "launch", "arguments": {')
+    undeclared = get_protocol(protocol).stream_parser([ToolSpec("get_weather")])
+    assert undeclared.feed('{"name": "launch", "arguments": {}}\n') == []
+    assert undeclared.feed(OBJECT) == []
+    assert [part.name for part in undeclared.finish() if isinstance(part, ToolCall)] == [
+        "launch",
+        "get_weather",
+    ]
+
+
+MIXED = "```json\n" + json.dumps({"name": "launch", "arguments": {}}) + f"\n{OBJECT}\n```"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_undeclared_call_objects_beside_a_declared_one_are_left_out_under_unknown_tools_text(
+    protocol: str, chunks: Chunks
+) -> None:
+    result = run(protocol, MIXED, chunks=chunks, unknown_tools=UnknownTools.TEXT)
+    assert result.call_values == [("get_weather", {"city": "Paris"})]
+    assert result.text == ""
+    assert result.error_kinds == [ErrorKind.UNKNOWN_TOOL]
+    assert "launch" in result.errors[0].message
+    check_contract(result)
 
 
 def _text(parts: list[Part]) -> str:

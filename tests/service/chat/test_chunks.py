@@ -23,7 +23,13 @@ from protocols import (
 )
 from service.chat.writer import ChatWriter, ChunkEncoder
 from service.exchange import AnswerEnd, AnswerStart, ChoiceEnd, ChoiceStart, ContentDelta
-from service.exchange.deltas import MAX_UNNAMED_ARGUMENTS_CHARS, DeltaMapper, finish_reason
+from service.exchange.deltas import (
+    MAX_UNNAMED_ARGUMENTS_CHARS,
+    DeltaMapper,
+    EndReason,
+    finish_reason,
+)
+from service.exchange.events import CallDelta, CallStart
 from service.upstream import CallFragment
 
 ARGUMENTS = '{"city": "Paris"}'
@@ -33,11 +39,15 @@ def mapper(**options: bool) -> DeltaMapper:
     return DeltaMapper(**{"think_as_reasoning": False, "single_call": False, **options})
 
 
-def chat_deltas(parts_mapper: DeltaMapper, parts: list[Part]) -> list[dict[str, object]]:
-    """The mapper's deltas as the chat writer streams them, each chunk's `delta`."""
+def chat_deltas(
+    parts_mapper: DeltaMapper, parts: list[Part], *steps: list[Part]
+) -> list[dict[str, object]]:
+    """The mapper's deltas as the chat writer streams them, each chunk's `delta`: of `parts`,
+    then of each later step's."""
     writer = ChatWriter(stream=True, fallback_model="m", include_usage=False)
     writer.write(AnswerStart({}))
-    chunks = [writer.write(delta).removeprefix(b"data: ") for delta in parts_mapper.deltas(parts)]
+    deltas = [delta for step in (parts, *steps) for delta in parts_mapper.deltas(step)]
+    chunks = [writer.write(delta).removeprefix(b"data: ") for delta in deltas]
     return [json.loads(chunk)["choices"][0]["delta"] for chunk in chunks]
 
 
@@ -79,14 +89,14 @@ def test_texts_between_think_tags_are_one_delta_copied_once() -> None:
 
 
 def test_an_incremental_call_sends_its_start_then_only_argument_fragments() -> None:
-    parts = [
-        ToolCallStart("call_a", "get_weather"),
-        ToolCallDelta("call_a", '{"city": '),
-        ToolCallDelta("call_a", '"Paris"}'),
-        ToolCall("call_a", "get_weather", ARGUMENTS, {"city": "Paris"}, "..."),
-    ]
-
-    deltas = chat_deltas(mapper(), parts)
+    deltas = chat_deltas(
+        mapper(),
+        [ToolCallStart("call_a", "get_weather"), ToolCallDelta("call_a", '{"city": ')],
+        [
+            ToolCallDelta("call_a", '"Paris"}'),
+            ToolCall("call_a", "get_weather", ARGUMENTS, {"city": "Paris"}, "..."),
+        ],
+    )
 
     assert deltas == [
         {
@@ -113,7 +123,7 @@ def test_an_atomic_call_sends_its_start_then_its_whole_arguments() -> None:
 
 def test_call_indexes_are_dense_in_emission_order() -> None:
     deltas = chat_deltas(
-        mapper(), [atomic_call("call_a"), TextDelta("t", " "), atomic_call("call_b")]
+        mapper(), [atomic_call("call_a"), TextDelta("t", " "), atomic_call("call_b", "search")]
     )
 
     starts = [
@@ -137,6 +147,43 @@ def test_a_single_call_request_drops_later_calls_and_reports_them() -> None:
     assert {d["tool_calls"][0]["index"] for d in deltas} == {0}
     assert dropped == ["get_time"]
     assert single.completed_calls == 1
+    assert single.ended == EndReason.SINGLE_CALL
+
+
+def test_a_single_call_answer_ends_after_its_first_call() -> None:
+    single = DeltaMapper(think_as_reasoning=False, single_call=True)
+    before = single.deltas([TextDelta("t", "Reading it."), atomic_call("call_a")])
+    assert single.ended == EndReason.SINGLE_CALL
+    assert single.deltas([TextDelta("t", "Then I will write it.")]) == []
+    assert [type(delta) for delta in before] == [ContentDelta, CallStart, CallDelta]
+
+
+def test_a_call_repeated_in_one_answer_is_sent_once_and_the_answer_ends_at_the_bound() -> None:
+    repeated: list[str] = []
+    calls = mapper(on_repeated_call=repeated.append)
+    first = calls.deltas([atomic_call("call_1"), atomic_call("call_2", "read_file")])
+    assert [d.call_id for d in first if isinstance(d, CallStart)] == ["call_1", "call_2"]
+    # Whole in one step as an incremental parser writes a small call: read at its end.
+    again = [
+        ToolCallStart("call_3", "get_weather"),
+        ToolCallDelta("call_3", ARGUMENTS),
+        ToolCall("call_3", "get_weather", ARGUMENTS, {"city": "Paris"}, "..."),
+        TextDelta("t", " and "),
+        atomic_call("call_4", "read_file"),
+    ]
+    assert calls.deltas(again) == [ContentDelta(" and ")]
+    assert repeated == ["get_weather", "read_file"] and calls.ended is None
+    assert calls.deltas([atomic_call("call_5"), atomic_call("call_6", "search")]) == []
+    assert repeated == ["get_weather", "read_file", "get_weather"]
+    assert calls.ended == EndReason.REPEATED_CALLS
+    assert calls.completed_calls == 2
+
+
+def test_the_same_tool_with_other_arguments_is_no_repeat() -> None:
+    calls = mapper()
+    other = ToolCall("call_2", "get_weather", '{"city": "Rome"}', {"city": "Rome"}, "...")
+    calls.deltas([atomic_call("call_1"), other])
+    assert calls.completed_calls == 2
 
 
 @pytest.mark.parametrize(

@@ -280,11 +280,13 @@ def test_a_correction_past_its_bound_is_not_sent_and_the_reply_stands(
     a 77 MB request; named once, they still pass MAX_CORRECTION_CHARS."""
     parameters = {f"parameter_{index}": {"type": "string"} for index in range(20_000)}
     big = tool("big", {"type": "object", "properties": parameters, "required": ["parameter_0"]})
-    upstream.script(Reply(call({}, name="big") * 500))
+    # Each call its own (identical calls would go out once: repeats).
+    failed = [{"parameter_1": str(index)} for index in range(500)]
+    upstream.script(Reply("".join(call(arguments, name="big") for arguments in failed)))
 
     completion = proxy.chat(chat_body(big))
 
-    assert completion.calls == [("big", {})] * 500
+    assert completion.calls == [("big", arguments) for arguments in failed]
     assert len(upstream.chat_requests) == 1
     assert (invalid(proxy, "sent"), asked_again(proxy)) == (500, 0)
 
