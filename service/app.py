@@ -1,41 +1,24 @@
-"""The FastAPI app: routes and lifespan only. The one shared upstream client is opened and
-closed in the lifespan; every route hands its request to the module that does the work."""
+"""The FastAPI app: the lifespan, the error shapes and middleware, and the list of front
+doors, each registering its own routes (`chat/routes.py`, `responses/routes.py` ...). The
+one shared upstream client is opened and closed in the lifespan."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import Depends, FastAPI, Request, WebSocket
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from protocols import get_protocol
 
-from .auth import ClientKeys
-from .chat import create_completion
+from .auth import RouteKeys
+from .chat import chat_routes
 from .context import ProxyContext
-from .gemini import (
-    BETA_PATH,
-    MODELS_PATH,
-    asks_gemini,
-    gemini_model,
-    gemini_models,
-    google_error_answer,
-    model_method,
-)
-from .messages import (
-    MESSAGES_PATH,
-    anthropic_error_answer,
-    anthropic_model,
-    anthropic_models,
-    asks_anthropic,
-    count_tokens,
-    create_message,
-)
+from .gemini import BETA_PATH, MODELS_PATH, asks_gemini, gemini_routes, google_error_answer
+from .messages import MESSAGES_PATH, anthropic_error_answer, messages_routes
+from .model_routes import model_routes
 from .observability import (
     ObservedClient,
     ParserDebug,
@@ -45,37 +28,14 @@ from .observability import (
     otel,
     use_stderr_unless_configured,
 )
-from .passthrough import forward, list_models, upstream_ready
-from .responses import (
-    CONVERSATIONS_PATH,
-    ResponseStore,
-    cancel_response,
-    compact_conversation,
-    conversations_not_served,
-    count_input_tokens,
-    create_response,
-    delete_response,
-    list_input_items,
-    opened_store,
-    retrieve_response,
-    serve_websocket,
-)
+from .passthrough import passthrough_routes
+from .probes import PROBE_PATHS, probe_routes
+from .responses import opened_store, responses_routes
 from .server_limits import InFlightLimit
 from .settings import DEMO_MOUNT_PATH, Settings
 from .upstream import ReadLimits, Router, Target, Upstream, build_client, load_routes
-from .wire import (
-    UPSTREAM_ERROR,
-    ErrorShapes,
-    ProxyError,
-    error_body,
-    install_error_handlers,
-    json_response,
-)
+from .wire import ErrorShapes, install_error_handlers
 
-FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-# Answered however busy the worker is (SERVER_MAX_CONCURRENCY does not apply to them): a
-# probe that fails under load would have a working pod restarted or taken out of service.
-PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 # FastAPI's own OpenTelemetry, off: the proxy makes its own server spans (with the GenAI
 # attributes) when OTEL_* asks for them, and FastAPI's beside them would be a second span per
 # request, and with FASTAPI_OTEL_AUTO_CONFIGURE a second set of exporters. Off, no request
@@ -179,141 +139,18 @@ def create_app(settings: Settings) -> FastAPI:
         metrics=metrics,
         access_log=settings.access_log,
     )
-    client_keys = ClientKeys(settings.proxy_api_keys)
-    # Without keys there is nothing to check, and FastAPI would resolve the dependency anyway;
-    # the Responses route always asks for it: the store keeps entries under the key's owner.
-    client_key = [Depends(client_keys)] if settings.proxy_api_keys else []
-    # The Gemini API's routes take the key as `?key=` too (and so do the paths it shares).
-    gemini_key = [Depends(ClientKeys(settings.proxy_api_keys, in_query=True))] if client_key else []
-
-    @app.post("/v1/chat/completions", dependencies=client_key)
-    async def chat_completions(request: Request) -> Response:
-        return await create_completion(request, _context(request))
-
-    @app.post("/v1/responses")
-    async def responses(request: Request, owner: str = Depends(client_keys)) -> Response:
-        return await create_response(request, _context(request), _store(request), owner)
-
-    @app.websocket("/v1/responses")
-    async def responses_websocket(websocket: WebSocket) -> None:
-        # Each turn's request is checked again, with the handshake's headers it carries;
-        # checked here too, a client with a wrong key is told so before its first turn.
-        refused = None
-        try:
-            await client_keys(websocket)
-        except ProxyError as error:
-            refused = error
-        await serve_websocket(websocket, key_refused=refused)
-
-    @app.post("/v1/responses/input_tokens")
-    async def responses_input_tokens(
-        request: Request, owner: str = Depends(client_keys)
-    ) -> Response:
-        return await count_input_tokens(request, _context(request), _store(request), owner)
-
-    @app.post("/v1/responses/compact")
-    async def responses_compact(request: Request, owner: str = Depends(client_keys)) -> Response:
-        return await compact_conversation(request, _context(request), _store(request), owner)
-
-    @app.get("/v1/responses/{response_id}")
-    async def stored_response(
-        request: Request, response_id: str, owner: str = Depends(client_keys)
-    ) -> Response:
-        settings = _context(request).settings
-        return await retrieve_response(request, settings, _store(request), owner, response_id)
-
-    @app.delete("/v1/responses/{response_id}")
-    async def deleted_response(
-        request: Request, response_id: str, owner: str = Depends(client_keys)
-    ) -> Response:
-        return await delete_response(_store(request), owner, response_id)
-
-    @app.get("/v1/responses/{response_id}/input_items")
-    async def response_input_items(
-        request: Request, response_id: str, owner: str = Depends(client_keys)
-    ) -> Response:
-        return await list_input_items(request, _store(request), owner, response_id)
-
-    @app.post("/v1/responses/{response_id}/cancel")
-    async def cancelled_response(
-        request: Request, response_id: str, owner: str = Depends(client_keys)
-    ) -> Response:
-        return await cancel_response(_store(request), owner, response_id)
-
-    @app.api_route(CONVERSATIONS_PATH, methods=FORWARDED_METHODS, dependencies=client_key)
-    @app.api_route(
-        f"{CONVERSATIONS_PATH}/{{path:path}}", methods=FORWARDED_METHODS, dependencies=client_key
-    )
-    async def conversations() -> Response:
-        raise conversations_not_served()
-
-    @app.post(MESSAGES_PATH, dependencies=client_key)
-    async def messages(request: Request) -> Response:
-        return await create_message(request, _context(request))
-
-    @app.post(f"{MESSAGES_PATH}/count_tokens", dependencies=client_key)
-    async def messages_count_tokens(request: Request) -> Response:
-        return await count_tokens(request, _context(request))
-
-    @app.get("/v1/models", dependencies=gemini_key)
-    async def models(request: Request) -> Response:
-        listed = await list_models(request, _context(request))
-        if asks_gemini(request):
-            return json_response(gemini_models(listed))
-        return json_response(anthropic_models(listed) if asks_anthropic(request) else listed)
-
-    @app.get("/v1/models/{model:path}", dependencies=gemini_key)
-    async def model(request: Request, model: str) -> Response:
-        if asks_gemini(request):
-            listed = await list_models(request, _context(request))
-            return json_response(gemini_model(listed, model))
-        if asks_anthropic(request):
-            listed = await list_models(request, _context(request))
-            return json_response(anthropic_model(listed, model))
-        return await forward(request, _context(request))
-
-    @app.post(f"{BETA_PATH}/models/{{target:path}}", dependencies=gemini_key)
-    @app.post(f"{MODELS_PATH}/{{target:path}}", dependencies=gemini_key)
-    async def gemini_model_method(request: Request, target: str) -> Response:
-        return await model_method(request, _context(request), target)
-
-    @app.get(f"{BETA_PATH}/models", dependencies=gemini_key)
-    async def gemini_model_list(request: Request) -> Response:
-        return json_response(gemini_models(await list_models(request, _context(request))))
-
-    @app.get(f"{BETA_PATH}/models/{{model:path}}", dependencies=gemini_key)
-    async def gemini_model_get(request: Request, model: str) -> Response:
-        return json_response(gemini_model(await list_models(request, _context(request)), model))
-
-    @app.api_route("/v1/{path:any_path}", methods=FORWARDED_METHODS, dependencies=client_key)
-    async def other_endpoints(request: Request) -> Response:
-        return await forward(request, _context(request))
-
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    async def readyz(request: Request) -> Response:
-        store = _store(request)
-        upstream_answers, store_answers = await asyncio.gather(
-            upstream_ready(_context(request)), store.ready()
-        )
-        # Reported, not required: without its store the proxy still serves chat completions
-        # and whole-item responses, and a shared store down would take every replica out.
-        response_store = {"backend": store.backend, "ready": store_answers}
-        if upstream_answers:
-            return JSONResponse({"status": "ready", "response_store": response_store})
-        body = error_body(
-            "upstream is not answering GET /models", error_type=UPSTREAM_ERROR, code="not_ready"
-        )
-        return JSONResponse({**body, "response_store": response_store}, status_code=503)
-
-    if settings.metrics_port is None:  # else only the metrics port serves them
-
-        @app.get("/metrics")
-        async def prometheus_metrics() -> Response:
-            return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+    keys = RouteKeys(settings.proxy_api_keys)
+    # The doors, in the order their paths are matched: the passthrough's `/v1/*` last.
+    for routes in (
+        chat_routes(keys),
+        responses_routes(keys),
+        messages_routes(keys),
+        model_routes(keys),
+        gemini_routes(keys),
+        passthrough_routes(keys),
+        probe_routes(settings),
+    ):
+        app.include_router(routes)
 
     if settings.uses_demo_upstream:
         # Imported only here: a deployment with a real upstream never loads the demo.
@@ -327,13 +164,3 @@ def app_from_environment() -> FastAPI:
     """uvicorn's factory (`service.app:app_from_environment`): settings from the environment,
     which the CLI fills from its flags, so every worker process builds the same app."""
     return create_app(Settings())
-
-
-def _context(request: Request) -> ProxyContext:
-    context: ProxyContext = request.app.state.context
-    return context
-
-
-def _store(request: Request) -> ResponseStore:
-    store: ResponseStore = request.app.state.response_store
-    return store

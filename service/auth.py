@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from fastapi import Depends
 from pydantic import SecretStr
 from starlette.requests import HTTPConnection
 
@@ -33,6 +34,19 @@ OWNER_HEX_CHARS = 32  # 128 bits: no two keys share an owner
 
 def key_owner(key: bytes) -> str:
     return hmac.new(key, OWNER_MESSAGE, hashlib.sha256).hexdigest()[:OWNER_HEX_CHARS]
+
+
+class RouteKeys:
+    """How a front door's routes check the client's key: `owner`, a dependency that names
+    the key's owner (always resolved: the Responses store keeps entries under it), and the
+    route dependencies that check the key where keys are set (`checked`, and `in_query` for
+    the Gemini API's routes, which take it as `?key=` too). Without keys there is nothing to
+    check, and FastAPI would resolve a dependency anyway."""
+
+    def __init__(self, keys: Sequence[SecretStr]) -> None:
+        self.owner = ClientKeys(keys)
+        self.checked = [Depends(self.owner)] if keys else []
+        self.in_query = [Depends(ClientKeys(keys, in_query=True))] if keys else []
 
 
 class ClientKeys:

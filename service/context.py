@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from protocols import ParserOptions
 
@@ -21,6 +21,12 @@ from .wire import (
     upstream_authorization,
     upstream_headers,
 )
+
+
+def context_of(request: HTTPConnection) -> ProxyContext:
+    """The app's context, made in its lifespan."""
+    context: ProxyContext = request.app.state.context
+    return context
 
 
 @dataclass(frozen=True, slots=True)

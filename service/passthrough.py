@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fastapi import APIRouter
 from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import Request
+from starlette.responses import Response
 
-from .context import ProxyContext
+from .auth import RouteKeys
+from .context import ProxyContext, context_of
 from .upstream import ClosingResponse, relayed
 from .wire import ProxyError, limited_stream, upstream_authorization, upstream_headers
 
@@ -57,6 +60,18 @@ class AnyPath(PathConvertor):
 
 
 register_url_convertor("any_path", AnyPath())
+FORWARDED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def passthrough_routes(keys: RouteKeys) -> APIRouter:
+    """Every other `/v1/*` endpoint, forwarded: registered after every door's routes."""
+    routes = APIRouter()
+
+    @routes.api_route("/v1/{path:any_path}", methods=FORWARDED_METHODS, dependencies=keys.checked)
+    async def other_endpoints(request: Request) -> Response:
+        return await forward(request, context_of(request))
+
+    return routes
 
 
 def relayed_url(base_url: str, raw_path: bytes, raw_query: bytes) -> str:

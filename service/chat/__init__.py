@@ -5,5 +5,6 @@ events written as chat completion chunks or as one completion (`writer.py`)."""
 from __future__ import annotations
 
 from .completions import create_completion
+from .routes import chat_routes
 
-__all__ = ["create_completion"]
+__all__ = ["chat_routes", "create_completion"]

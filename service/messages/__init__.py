@@ -6,6 +6,7 @@ from __future__ import annotations
 from .api import count_tokens, create_message
 from .errors import MESSAGES_PATH, anthropic_error_answer
 from .models import anthropic_model, anthropic_models, asks_anthropic
+from .routes import messages_routes
 
 __all__ = [
     "MESSAGES_PATH",
@@ -15,4 +16,5 @@ __all__ = [
     "asks_anthropic",
     "count_tokens",
     "create_message",
+    "messages_routes",
 ]

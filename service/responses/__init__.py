@@ -9,6 +9,7 @@ from .api import count_input_tokens, create_response
 from .compaction import compact_conversation
 from .conversations import CONVERSATIONS_PATH, conversations_not_served
 from .retrieval import cancel_response, delete_response, list_input_items, retrieve_response
+from .routes import responses_routes, store_of
 from .store import ResponseStore
 from .store_setup import opened_store
 from .websocket import serve_websocket
@@ -24,6 +25,8 @@ __all__ = [
     "delete_response",
     "list_input_items",
     "opened_store",
+    "responses_routes",
     "retrieve_response",
     "serve_websocket",
+    "store_of",
 ]

@@ -17,10 +17,11 @@ SERVICE = Layers(
         ("observability",),
         ("settings",),
         ("upstream",),
-        ("context",),
+        ("context", "auth"),
         ("exchange",),
-        ("passthrough", "chat", "responses", "messages", "gemini"),
-        ("auth", "server_limits", "demo_upstream"),
+        ("passthrough",),
+        ("chat", "responses", "messages", "gemini"),
+        ("model_routes", "probes", "server_limits", "demo_upstream"),
         ("app",),
         ("__main__",),
     ],
@@ -51,10 +52,10 @@ def test_an_import_past_a_surface_is_named() -> None:
 
 
 def test_parts_of_one_layer_do_not_import_each_other() -> None:
-    planted = "from ..passthrough import forward\n"
+    planted = "from ..gemini import model_method\n"
 
     assert SERVICE.violations("service.chat.completions", planted) == [
-        "service.chat.completions:1 imports service.passthrough: passthrough is not below chat"
+        "service.chat.completions:1 imports service.gemini: gemini is not below chat"
     ]
 
 
