@@ -124,3 +124,39 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     if trace.exists():
         addresses = set(CONNECT.findall(trace.read_text()))
         assert addresses and all("127.0.0.1" in address for address in addresses), addresses
+
+
+def test_claude_code_discovers_the_models_and_uses_a_routed_alias(
+    claude_installed: None,
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    refused_proxy: str,
+    tmp_path: Path,
+) -> None:
+    """With gateway model discovery on, Claude Code lists the proxy's models (Anthropic's
+    shape, which keeps only `claude…` ids), and a route's `claude-…` alias reaches the local
+    model the route names."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[routes.qwen-coder]\naliases = ["claude-local-coder"]\n')
+    proxy = start_proxy(routes_file=routes)
+    upstream.script(Reply("DONE"))
+    discovery = {"CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1"}
+    environment = {**documented_environment(), "ANTHROPIC_BASE_URL": proxy.url}
+    command = [str(CLAUDE), "-p", "Say DONE.", "--model", "claude-local-coder"]
+
+    run = run_to_the_end(
+        [*command, "--output-format", "json"],
+        cwd=work,
+        env=offline_environment(
+            home, refused_proxy, {**environment, **TEST_VARIABLES, **discovery}
+        ),
+        stdin=subprocess.DEVNULL,
+    )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["result"] == "DONE"
+    assert [asked.path for asked in upstream.requests] == ["/v1/models", "/v1/chat/completions"]
+    assert upstream.chat_requests[0].json["model"] == "qwen-coder"
