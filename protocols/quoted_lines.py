@@ -14,7 +14,7 @@ True"""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 # A tool result's lines past these bounds are not kept: a 10 MiB result of short lines must
@@ -24,6 +24,9 @@ MAX_QUOTED_LINE_CHARS = 4_096
 # The places per line where a call form may begin that are remembered.
 MAX_OPENINGS_PER_LINE = 4
 _OPENING_CHARS = ("<", "[")
+# Found by one search from line to line: the lines holding neither are never looked at one
+# by one (10 MiB of plain lines took 0.25 s of CPU split into lines and tested each).
+_OPENING = re.compile(r"[<\[]")
 # The tag a call form begins with, as far as any format's first token goes: `<tool_call>`,
 # `<read_file>`, `[TOOL_CALLS]`, `<|tool_call>`.
 _TAG = re.compile(r"<[^<>\s]{0,64}>?|\[[^\[\]\s]{0,64}\]?")
@@ -42,14 +45,13 @@ class QuotedLines:
         lines: set[str] = set()
         prefixes: set[str] = set()
         for result in results:
-            for line in result.splitlines():
+            for line in _lines_with_an_opening(result):
                 if len(lines) >= MAX_QUOTED_LINES:
                     return cls(frozenset(lines), frozenset(prefixes))
                 stripped = line.strip()
-                if len(stripped) > MAX_QUOTED_LINE_CHARS or not _has_opening(stripped):
-                    continue
-                lines.add(stripped)
-                prefixes.update(_prefixes(stripped))
+                if len(stripped) <= MAX_QUOTED_LINE_CHARS:
+                    lines.add(stripped)
+                    prefixes.update(_prefixes(stripped))
         return cls(frozenset(lines), frozenset(prefixes))
 
     def may_quote(self, before: str, opening: str) -> bool:
@@ -65,8 +67,15 @@ class QuotedLines:
 NO_QUOTED_LINES = QuotedLines()
 
 
-def _has_opening(line: str) -> bool:
-    return any(char in line for char in _OPENING_CHARS)
+def _lines_with_an_opening(text: str) -> Iterator[str]:
+    """The lines of `text` (split at line feeds) that hold `<` or `[`."""
+    at = 0
+    while (found := _OPENING.search(text, at)) is not None:
+        start = text.rfind("\n", 0, found.start()) + 1
+        end = text.find("\n", found.start())
+        end = len(text) if end == -1 else end
+        yield text[start:end]
+        at = end + 1
 
 
 def _prefixes(line: str) -> Iterable[str]:

@@ -140,8 +140,11 @@ class ChatExchange:
         chat, settings = self.chat, self._context.settings
         tools = () if chat.choice is ChoiceMode.NONE else chat.tools
         observer, trace = self._observers(tools)
+        options = self._context.parser_options
+        if tools:  # only calls are judged by what the model read
+            options = replace(options, quoted_lines=QuotedLines.of(chat.tool_results))
         parsing = OutputParsing.configured(
-            replace(self._context.parser_options, quoted_lines=QuotedLines.of(chat.tool_results)),
+            options,
             self.protocol,
             tools,
             think_as_reasoning=settings.think_as_reasoning,
