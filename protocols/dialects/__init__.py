@@ -24,7 +24,7 @@ from . import (  # noqa: F401  (registers the dialects)
     phi4_mini,
     python_list,
     pythonic,
-    qwen3_coder,
+    qwen3_xml,
     seed_oss,
     step3,
 )

@@ -55,3 +55,19 @@ def test_parts_of_one_layer_do_not_import_each_other() -> None:
 
 def test_every_part_of_protocols_has_a_layer() -> None:
     assert PROTOCOLS.parts() == set(PROTOCOLS.rank)
+
+
+def test_no_two_modules_share_a_name() -> None:
+    # One basename, one idea: a reader who greps for a module finds the one meant. (The
+    # front doors of `service/` each have their own `routes.py`, `request.py` ...: one role
+    # per name, by convention; `protocols/` has no such parallel packages.)
+    modules = [
+        path.relative_to(PROTOCOLS.root.parent).as_posix()
+        for path in PROTOCOLS.root.rglob("*.py")
+        if path.name != "__init__.py"
+    ]
+    by_name: dict[str, list[str]] = {}
+    for module in modules:
+        by_name.setdefault(module.rsplit("/", 1)[-1], []).append(module)
+
+    assert {name: paths for name, paths in by_name.items() if len(paths) > 1} == {}

@@ -1,5 +1,7 @@
-"""Qwen3-Coder: `<tool_call><function=f><parameter=p>value</parameter></function></tool_call>`,
-the qwen3-coder protocol's own format (its scanner reads it), recognised under the others.
+"""Qwen3-Coder's XML-like calls,
+`<tool_call><function=f><parameter=p>value</parameter></function></tool_call>`, recognised
+under every protocol. The qwen3-coder protocol, which prompts for them, is
+`protocols.formats.qwen3_coder`; its scanner reads them here too.
 Checked against Qwen3-Coder's chat template and vLLM's `qwen3_coder` tool parser."""
 
 from __future__ import annotations
