@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -103,13 +104,16 @@ def proxy_command(port: int, workers: int = 1) -> list[str]:
 
 
 @contextmanager
-def server(command: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[Server]:
-    """Run a server process until the block ends; yields it once it answers."""
+def server(
+    command: list[str], port: int, env: dict[str, str] | None = None, log: IO[str] | None = None
+) -> Iterator[Server]:
+    """Run a server process until the block ends; yields it once it answers. Its output goes
+    to `log`, or nowhere."""
     process = subprocess.Popen(
         command,
         env={**os.environ, **(env or {})},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log or subprocess.DEVNULL,
+        stderr=log or subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
