@@ -47,7 +47,9 @@ from .parts import (
 )
 from .quoted_lines import QuotedLines
 from .streaming.commit_policy import new_call_id
+from .streaming.described_format import FormatError, described_dialect
 from .streaming.dialect_forms import DIALECT_MODULES
+from .streaming.response_schema import schema_dialect
 from .streaming.think_blocks import ThinkBlocks
 
 DIALECT_MODULES.importer = lambda: importlib.import_module(".dialects", __name__)
@@ -59,6 +61,7 @@ __all__ = [
     "CheckBudget",
     "ErrorKind",
     "ForcedReply",
+    "FormatError",
     "FreeFormInputStream",
     "OnError",
     "ParseError",
@@ -83,6 +86,7 @@ __all__ = [
     "UnknownProtocolError",
     "UnknownTools",
     "argument_problems",
+    "described_dialect",
     "forced_call_schema",
     "free_form_input",
     "free_form_tool",
@@ -94,4 +98,5 @@ __all__ = [
     "read_forced_call",
     "render_forced_call_correction",
     "render_forced_call_prompt",
+    "schema_dialect",
 ]

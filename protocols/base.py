@@ -61,6 +61,9 @@ class ParserOptions:
     off_protocol_calls: bool = True
     # The lines of the request's tool results: a call form on one of them is quoted.
     quoted_lines: QuotedLines = NO_QUOTED_LINES
+    # A route's own call formats (dialects described as data: `described_format`), read
+    # beside the registered dialects by this route's parsers alone.
+    dialects: tuple[type[Registered], ...] = ()
 
 
 DEFAULT_PARSER_OPTIONS = ParserOptions()

@@ -1,6 +1,6 @@
 """The pieces of call formats that write each argument as a tagged value (DSML, Kimi K3,
 Step3, Hunyuan, Seed-OSS) or in a value syntax of their own (Gemma 4, FunctionGemma):
-attributes, values that are JSON or raw text, and Gemma's `call:name{key:value,...}`.
+attributes, values that are JSON or raw text, and Gemma's `{key:value,...}` objects.
 Values come back as written (strings, or JSON values where the format says so); the call is
 coerced by its tool's schema afterwards, as every call is."""
 
@@ -35,19 +35,17 @@ def json_or_text(raw: str, budget: RelaxedParseBudget) -> Any:
         return raw
 
 
-def call_with_values(body: str, quote: str) -> tuple[str, dict[str, Any]]:
-    """Gemma 4's and FunctionGemma's `call:get_weather{city:<|"|>Paris<|"|>,days:3}`: the
-    name, and the arguments (keys bare, strings between `quote` delimiters, objects and
-    lists nested, numbers and `true`/`false`/`null` bare; other bare text is a string)."""
-    text = body.strip()
-    brace = text.find("{")
-    if not text.startswith("call:") or brace == -1 or not text.endswith("}"):
-        raise CallObjectError("not call:name{...}")
-    reader = _ValueReader(text, quote)
-    arguments, end = reader.object(brace, 0)
+def tagged_object(text: str, quote: str) -> dict[str, Any]:
+    """The object `{key:value,...}` that is all of `text`, in Gemma 4's and FunctionGemma's
+    value syntax (`call:get_weather{city:<|"|>Paris<|"|>,days:3}`): keys bare, strings between
+    `quote` delimiters, objects and lists nested, numbers and `true`/`false`/`null` bare;
+    other bare text is a string."""
+    if not text.startswith("{"):
+        raise CallObjectError("arguments are no {...} object")
+    arguments, end = _ValueReader(text, quote).object(0, 0)
     if end != len(text):
         raise CallObjectError("text after the call's arguments")
-    return text[len("call:") : brace].strip(), arguments
+    return arguments
 
 
 class _ValueReader:

@@ -16,8 +16,9 @@ import itertools
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+from ..base import ParserOptions
 from ..lenient.relaxed_json import RelaxedParseBudget
 from ..lenient.tool_names import DeclaredTools, name_key
 from ..registry import Registered
@@ -108,6 +109,12 @@ def _answer_forms(registered: tuple[str, ...]) -> tuple[AnswerForm, ...]:
     return tuple(
         form for name in registered if (form := Dialect.registered[name].answer) is not None
     )
+
+
+def own_dialects(options: ParserOptions) -> tuple[type[Dialect], ...]:
+    """The route's own dialects `options` carry (dialect classes, which `base`, below this
+    layer, names as registered classes)."""
+    return cast(tuple[type[Dialect], ...], options.dialects)
 
 
 def resolve_tool_name(written: str, declared: Collection[str]) -> str | None:
@@ -228,11 +235,14 @@ class DialectSearch:
 
 
 @functools.lru_cache(maxsize=64)
-def dialect_search(excluded: frozenset[str], registered: tuple[str, ...]) -> DialectSearch | None:
-    """The search for every registered dialect but `excluded` (a protocol's own format),
-    built once per set. `registered` is `tuple(dialect_names())`, so a dialect registered
-    later gets a search of its own."""
-    dialects = [Dialect.registered[name] for name in registered if name not in excluded]
+def dialect_search(
+    excluded: frozenset[str], registered: tuple[str, ...], own: tuple[type[Dialect], ...] = ()
+) -> DialectSearch | None:
+    """The search for a route's `own` dialects and every registered dialect but `excluded`
+    (a protocol's own format), built once per set. `registered` is `tuple(dialect_names())`,
+    so a dialect registered later gets a search of its own. A route's own go first: where
+    one begins as a registered one does, the model's declared format reads it."""
+    dialects = [*own, *(Dialect.registered[name] for name in registered if name not in excluded)]
     return DialectSearch(dialects) if dialects else None
 
 
@@ -293,14 +303,20 @@ def followed_by(pattern: str, *tags: str) -> Piece:
     return Piece(f"(?={pattern})", f"(?:{prefixes(*tags)})?" if tags else "", first=first)
 
 
+def heads(pieces: Sequence[Piece]) -> str:
+    """A pattern for any prefix of the pieces written one after another (the empty one too)."""
+    head = ""
+    for piece in reversed(pieces):
+        head = f"(?:{piece.partial}|{piece.pattern}{head})"
+    return head
+
+
 def open_form(marker: str, pieces: Sequence[Piece], scanner: ScannerFactory) -> OpenForm:
     """The form whose tag is `marker` then `pieces`, its head built from the same pieces."""
     pattern = re.escape(marker) + "".join(
         f"(?P<name>{piece.pattern})" if piece.names_tool else piece.pattern for piece in pieces
     )
-    head = ""  # from the marker, which is found whole
-    for piece in reversed(pieces):
-        head = f"(?:{piece.partial}|{piece.pattern}{head})"
+    head = heads(pieces)  # from the marker, which is found whole
     # Blanks, then the first piece that cannot be empty tells; if one can, anything may follow.
     leading = list(itertools.takewhile(lambda piece: piece.blank, pieces))
     deciding = pieces[len(leading)] if len(leading) < len(pieces) else None

@@ -26,10 +26,12 @@ from .call_hold import MAX_HELD_CHARS
 from .call_opening import CallOpening, Open
 from .commit_policy import CallContext, CallScanner
 from .dialect_forms import (
+    Dialect,
     DialectSearch,
     answer_forms,
     dialect_names,
     dialect_search,
+    own_dialects,
 )
 from .invented_result import InventedResult, result_block
 from .marker_scan import MarkerScan, marker_scan, partial_token_start
@@ -106,7 +108,7 @@ class TagStreamParser(StreamParser):
         )
         self._call_opening = CallOpening(self._ctx)
         self._dialects, self._tag_chars, self._outside, self._insides = _machinery(
-            type(self), tuple(open_tokens), tuple(dialect_names())
+            type(self), tuple(open_tokens), tuple(dialect_names()), own_dialects(options)
         )
         self._declared = self._ctx.tools
         # How much of the held-back `_pending` was searched for dialect tags and holds none
@@ -446,14 +448,18 @@ class TagStreamParser(StreamParser):
 
 @functools.lru_cache(maxsize=64)
 def _machinery(
-    parser: type[TagStreamParser], open_tokens: tuple[str, ...], registered: tuple[str, ...]
+    parser: type[TagStreamParser],
+    open_tokens: tuple[str, ...],
+    registered: tuple[str, ...],
+    own: tuple[type[Dialect], ...],
 ) -> tuple[DialectSearch | None, frozenset[str], MarkerScan, dict[str, MarkerScan]]:
-    """What every parser of a class shares, built once (`registered` being the dialects
-    registered, a dialect registered later gets its own): the search of the dialects that
+    """What every parser of a class (and of a route's `own` dialects) shares, built once
+    (`registered` being the dialects registered, a dialect registered later gets its own):
+    the search of the dialects that
     are not the protocol's own format; the characters any tag begins with; and the search
     for a dialect's marker, or a suffix that may still become one, a think tag or an open
     tag, outside think blocks and in each kind of them (by its close tag)."""
-    dialects = dialect_search(parser._native_dialects, registered)
+    dialects = dialect_search(parser._native_dialects, registered, own)
     markers = dialects.markers if dialects is not None else frozenset()
     first_chars = dialects.first_chars if dialects is not None else frozenset()
     return (

@@ -141,8 +141,12 @@ class ChatExchange:
         tools = () if chat.choice is ChoiceMode.NONE else chat.tools
         observer, trace = self._observers(tools)
         options = self._context.parser_options
-        if tools:  # only calls are judged by what the model read
-            options = replace(options, quoted_lines=QuotedLines.of(chat.tool_results))
+        if tools:  # only calls are judged by what the model read; the model's own formats
+            options = replace(
+                options,
+                quoted_lines=QuotedLines.of(chat.tool_results),
+                dialects=self._target.dialects,
+            )
         parsing = OutputParsing.configured(
             options,
             self.protocol,

@@ -11,6 +11,13 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     call_repair_retries = 0             # default: CALL_REPAIR_RETRIES
     single_call = true                  # default: SINGLE_CALL
     aliases = ["claude-coder"]          # more names it answers to, listed in /v1/models
+    response_schema = "tokenizer_config.json"  # the model's call format, from its schema
+    format = {open = "<call {name}>", arguments = "json", close = "</call>"}  # or written here
+
+A route's `format` (a call format described as data, `protocols.described_dialect`) and
+`response_schema` (a path, from the routes file's folder, to the model's
+`tokenizer_config.json` or a JSON schema, or the schema as a table) are read by that route's
+parsers beside the dialects every route reads.
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
@@ -34,12 +41,19 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import SecretStr
 
-from protocols import Protocol, get_protocol, protocol_names
+from protocols import (
+    FormatError,
+    Protocol,
+    described_dialect,
+    get_protocol,
+    protocol_names,
+    schema_dialect,
+)
 
 from ..settings import unknown_protocol, upstream_url_problem
 
 # Each field a route may hold, and the type of its value.
-ROUTE_FIELDS: dict[str, type] = {
+ROUTE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "base_url": str,
     "model": str,
     "protocol": str,
@@ -49,13 +63,17 @@ ROUTE_FIELDS: dict[str, type] = {
     "call_repair_retries": int,
     "single_call": bool,
     "aliases": list,
+    "format": dict,
+    "response_schema": (str, dict),
 }
 # How a field's type is said in an error.
-TYPE_NAMES = {
+TYPE_NAMES: dict[type | tuple[type, ...], str] = {
     bool: "true or false",
     str: "a string",
     int: "a whole number, 0 or more",
     list: "a list of names",
+    dict: "a table",
+    (str, dict): "a path to a JSON file or a table",
 }
 
 
@@ -82,6 +100,8 @@ class Target:
     # A client that says nothing of parallel calls gets one call an answer, as with
     # `parallel_tool_calls: false`: the prompt asks for one, the answer ends after it.
     single_call: bool = False
+    # The model's own call formats (`format`, `response_schema`), read by its parsers alone.
+    dialects: tuple[type, ...] = ()
     # Parsed once: httpx parses a URL given as text on every request (~12 µs).
     chat_url: httpx.URL = field(init=False, repr=False, compare=False)
 
@@ -131,7 +151,7 @@ def load_routes(path: Path, default: Target) -> dict[str, Target]:
         raise RoutesFileError("expected a top-level 'routes' table")
     named: dict[str, Target] = {}
     for name, entry in routes.items():
-        target = _route(name, entry, default)
+        target = _route(name, entry, default, path.parent)
         for alias in (name, *entry.get("aliases", ())):
             if alias in named or (alias != name and alias in routes):
                 raise RoutesFileError(f"route {name!r}: {alias!r} already names another route")
@@ -139,7 +159,7 @@ def load_routes(path: Path, default: Target) -> dict[str, Target]:
     return named
 
 
-def _route(name: str, entry: Any, default: Target) -> Target:
+def _route(name: str, entry: Any, default: Target, folder: Path) -> Target:
     if not isinstance(entry, dict):
         raise RoutesFileError(f"route {name!r}: expected a table")
     unknown = set(entry) - ROUTE_FIELDS.keys()
@@ -170,13 +190,44 @@ def _route(name: str, entry: Any, default: Target) -> Target:
         structured_output=entry.get("structured_output", default.structured_output),
         call_repair_retries=entry.get("call_repair_retries", default.call_repair_retries),
         single_call=entry.get("single_call", default.single_call),
+        dialects=_dialects(name, entry, folder),
     )
 
 
-def _of_type(value: Any, kind: type) -> bool:
+def _dialects(name: str, entry: dict[str, Any], folder: Path) -> tuple[type, ...]:
+    """The route's own call formats, each checked whole: a problem names the key."""
+    dialects: list[type] = []
+    if "format" in entry:
+        try:
+            dialects.append(described_dialect(name, entry["format"]))
+        except FormatError as error:
+            raise RoutesFileError(f"route {name!r}: format.{error}") from None
+    if "response_schema" in entry:
+        try:  # its keys are named from response_schema on
+            dialects.append(schema_dialect(name, _schema(entry["response_schema"], folder)))
+        except FormatError as error:
+            raise RoutesFileError(f"route {name!r}: {error}") from None
+    return tuple(dialects)
+
+
+def _schema(value: str | dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A response_schema given inline, or the JSON file (a tokenizer_config.json) it names."""
+    if isinstance(value, dict):
+        return {"response_schema": value}
+    path = folder / value
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FormatError("response_schema", f"{str(path)!r} cannot be read: {exc}") from None
+    if not isinstance(document, dict):
+        raise FormatError("response_schema", f"{str(path)!r} holds no JSON object")
+    return document
+
+
+def _of_type(value: Any, kind: type | tuple[type, ...]) -> bool:
     """Whether a route's value is of its field's type: a whole number 0 or more, a list of
     non-empty names."""
-    if type(value) is not kind:
+    if type(value) not in (kind if isinstance(kind, tuple) else (kind,)):
         return False
     if isinstance(value, int) and not isinstance(value, bool):
         return value >= 0

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from corpus_cases import corpus
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
-from protocols import get_protocol
+from protocols import ParserOptions, described_dialect, get_protocol, schema_dialect
 from protocols.streaming.think_tags import THINK_TAGS
 
 # The methods a text is handed to whole, each under the parameter name `text`.
@@ -34,14 +36,31 @@ MAX_WORK_RATIO = 6.0
 SMALL_FLOOD_CHARS = 2_000
 # The tags of the corpus's calls: markup, bracket tokens, special tokens, a JSON body's start.
 _TAG = re.compile(r"<[^<>\n]{1,48}>|\[[A-Z_]{3,20}\]|<｜[^｜]{1,32}｜>|\{")
-CASES = corpus(Path(__file__).parent / "dialects" / "dialect_corpus")
+DIALECTS = Path(__file__).parent / "dialects"
+CASES = corpus(DIALECTS / "dialect_corpus")
+# Formats given as data to a route (`described_format`, `response_schema`): their corpora,
+# and the dialects they are read with.
+DESCRIBED = {
+    name: described_dialect(name, description)
+    for name, description in tomllib.loads(
+        (DIALECTS / "described_corpus" / "formats.toml").read_text("utf-8")
+    )["formats"].items()
+} | {
+    path.stem: schema_dialect(path.stem, json.loads(path.read_text("utf-8")))
+    for path in (DIALECTS / "schema_corpus").glob("*.json")
+}
+DESCRIBED_CASES = [
+    *corpus(DIALECTS / "described_corpus"),
+    *corpus(DIALECTS / "schema_corpus"),
+]
 
 
-def _floods() -> Iterator[tuple[str, str, str]]:
-    """(id, the text repeated, what comes before it) for each dialect's first call."""
+def _floods() -> Iterator[tuple[str, str, str, str]]:
+    """(id, the text repeated, what comes before it, the route's own format or "") for each
+    dialect's first call."""
     seen: set[tuple[str, str]] = set()
     dialects: set[str] = set()
-    for case in CASES:
+    for case in [*CASES, *DESCRIBED_CASES]:
         if not case.expects("calls", "morph-xml") or case.group in dialects:
             continue
         dialects.add(case.group)
@@ -52,17 +71,18 @@ def _floods() -> Iterator[tuple[str, str, str]]:
         for unit, before in shapes:
             if (unit, before) not in seen:
                 seen.add((unit, before))
-                yield f"{case.group}-{len(seen)}", unit, before
+                own = case.group if case.group in DESCRIBED else ""
+                yield f"{case.group}-{len(seen)}", unit, before, own
 
 
-def _think_floods() -> Iterator[tuple[str, str, str]]:
+def _think_floods() -> Iterator[tuple[str, str, str, str]]:
     """(id, the text repeated, what comes before it) for each think tag pair: openings, a
     block closed and opened again, and call openings inside a block left open."""
     for at, (opening, closing) in enumerate(THINK_TAGS.items()):
-        yield f"think-{at}-opening", opening, ""
-        yield f"think-{at}-closed-and-opened", closing + opening + "x", ""
-        yield f"think-{at}-call-openings-inside", "<tool_call>{", opening
-        yield f"think-{at}-opening-and-call-opening", opening + "<tool_call>{", ""
+        yield f"think-{at}-opening", opening, "", ""
+        yield f"think-{at}-closed-and-opened", closing + opening + "x", "", ""
+        yield f"think-{at}-call-openings-inside", "<tool_call>{", opening, ""
+        yield f"think-{at}-opening-and-call-opening", opening + "<tool_call>{", "", ""
 
 
 FLOODS = [*_floods(), *_think_floods()]
@@ -87,7 +107,7 @@ def _seams() -> list[tuple[type, str, int]]:
 SEAM_METHODS = _seams()
 
 
-def text_work(protocol: str, text: str, step: int) -> int:
+def text_work(protocol: str, text: str, step: int, own: str = "") -> int:
     """Characters of text handed over at the SEAMS while reading `text` fed in
     `step`-character deltas: each seam method counts what it is handed while it runs (a
     profile hook on every call cost the parser several times its work)."""
@@ -105,7 +125,8 @@ def text_work(protocol: str, text: str, step: int) -> int:
     with pytest.MonkeyPatch.context() as patch:
         for owner, name, at in SEAM_METHODS:
             patch.setattr(owner, name, counting(vars(owner)[name], at))
-        parser = get_protocol(protocol).stream_parser(TOOLS)
+        options = ParserOptions(dialects=(DESCRIBED[own],) if own else ())
+        parser = get_protocol(protocol).stream_parser(TOOLS, options=options)
         for start in range(0, len(text), step):
             parser.feed(text[start : start + step])
         parser.finish()
@@ -118,9 +139,13 @@ def _flood(unit: str, before: str, size: int) -> str:
 
 @pytest.mark.parametrize("step", [None, 16], ids=["whole", "streamed"])
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
-@pytest.mark.parametrize(("unit", "before"), [f[1:] for f in FLOODS], ids=[f[0] for f in FLOODS])
-def test_a_flood_costs_linear_work(protocol: str, unit: str, before: str, step: int | None) -> None:
+@pytest.mark.parametrize(
+    ("unit", "before", "own"), [f[1:] for f in FLOODS], ids=[f[0] for f in FLOODS]
+)
+def test_a_flood_costs_linear_work(
+    protocol: str, unit: str, before: str, own: str, step: int | None
+) -> None:
     small = _flood(unit, before, SMALL_FLOOD_CHARS)
     large = _flood(unit, before, SMALL_FLOOD_CHARS * GROWTH)
-    small_work = text_work(protocol, small, step or len(small))
-    assert text_work(protocol, large, step or len(large)) < small_work * MAX_WORK_RATIO
+    small_work = text_work(protocol, small, step or len(small), own)
+    assert text_work(protocol, large, step or len(large), own) < small_work * MAX_WORK_RATIO

@@ -379,3 +379,18 @@ def test_a_route_naming_an_unknown_protocol_stops_the_command(tmp_path: Path) ->
         f"  ROUTES_FILE={str(routes)!r}: route 'coder': protocol = 'morph_xml': not a protocol "
         f"(did you mean 'morph-xml'?); {ACCEPTED_PROTOCOLS} (flag --routes)",
     ]
+
+
+def test_a_route_whose_call_format_cannot_be_read_stops_the_command(tmp_path: Path) -> None:
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[routes.mine]\nformat = { open = "{name}>", arguments = "json" }\n')
+    env = command_environment(LOG_FORMAT="text")
+
+    result = refused_command(env, "--upstream", "http://127.0.0.1:8001/v1", "--routes", str(routes))
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "toolcall-proxy: bad configuration:",
+        f"  ROUTES_FILE={str(routes)!r}: route 'mine': format.open: '{{name}}>' must begin "
+        "with text, its marker (flag --routes)",
+    ]

@@ -76,15 +76,20 @@ def chunkings(case: Case, protocol: str) -> list[Chunks]:
     return [1, 7, cuts]
 
 
-def check_alike(case: Case, protocol: str, tools: Sequence[ToolSpec] = TOOLS) -> Result:
+def check_alike(
+    case: Case, protocol: str, tools: Sequence[ToolSpec] = TOOLS, dialects: tuple[type, ...] = ()
+) -> Result:
     """Assert the case's calls, errors and text under `protocol`, in both modes, whole and in
-    every chunking (a stream and a whole answer never disagree). Returns the whole run."""
+    every chunking (a stream and a whole answer never disagree), with a route's own
+    `dialects`. Returns the whole run."""
     calls = [tuple(call) for call in case.expects("calls", protocol)]
     signatures = []
     whole: Result | None = None
     read = case.expected.get("tool_results", [])
     for mode in MODES:
-        whole = run(protocol, case.output, mode=mode, tools=tools, tool_results=read)
+        whole = run(
+            protocol, case.output, mode=mode, tools=tools, tool_results=read, dialects=dialects
+        )
         check_contract(whole)
         assert whole.call_values == calls, (mode, whole.text)
         if case.expects("errors", protocol) is not None:
@@ -94,7 +99,13 @@ def check_alike(case: Case, protocol: str, tools: Sequence[ToolSpec] = TOOLS) ->
         signatures.append(whole.signature())
         for chunks in chunkings(case, protocol):
             chunked = run(
-                protocol, case.output, chunks=chunks, mode=mode, tools=tools, tool_results=read
+                protocol,
+                case.output,
+                chunks=chunks,
+                mode=mode,
+                tools=tools,
+                tool_results=read,
+                dialects=dialects,
             )
             check_contract(chunked)
             assert chunked.signature() == whole.signature(), (mode, chunks)

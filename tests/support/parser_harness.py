@@ -209,10 +209,11 @@ def run(
     small_call_chars: int = SMALL_CALL_CHARS,
     relaxed_parse_budget_chars: int = RELAXED_PARSE_BUDGET_CHARS,
     tool_results: Sequence[str] = (),
+    dialects: tuple[type, ...] = (),
 ) -> Result:
     """Feed `text` to a fresh stream parser in `chunks` (see `split`), then finish.
     `small_call_chars=0` streams every call at once (as a large one streams);
-    `tool_results`: what the request's tool results said."""
+    `tool_results`: what the request's tool results said; `dialects`: a route's own."""
     errors: list[ParseError] = []
     options = ParserOptions(
         mode=mode,
@@ -220,6 +221,7 @@ def run(
         small_call_chars=small_call_chars,
         relaxed_parse_budget_chars=relaxed_parse_budget_chars,
         quoted_lines=QuotedLines.of(tool_results),
+        dialects=dialects,
     )
     parser = protocol_of(protocol).stream_parser(tools, options=options, on_error=errors.append)
     batches = [parser.feed(piece) for piece in split(text, chunks)]

@@ -56,6 +56,28 @@ def test_a_route_says_what_its_upstream_does_and_takes_the_rest_from_the_default
             id="url-of-an-endpoint",
         ),
         pytest.param(
+            'format = {open = "<c>", arguments = "yaml"}',
+            r"route 'odd': format\.arguments: 'yaml' is none of json, key-value",
+            id="format",
+        ),
+        pytest.param(
+            'format = {open = "<c {tool}>", arguments = "json"}',
+            r"route 'odd': format\.open: \{tool\} is no placeholder of an open tag",
+            id="format-placeholder",
+        ),
+        pytest.param(
+            'response_schema = "missing.json"',
+            r"route 'odd': response_schema: '.*missing\.json' cannot be read",
+            id="schema-file",
+        ),
+        pytest.param(
+            'response_schema = {properties = {tool_calls = {x-regex-iterator = "(.*?)</c>"}}}',
+            r"route 'odd': response_schema\.properties\.tool_calls\.x-regex-iterator: a call "
+            "must open with literal text",
+            id="schema-unstreamable",
+        ),
+        pytest.param("format = 3", "format must be a table", id="format-type"),
+        pytest.param(
             'modle = "x"',
             r"unknown fields \['modle'\]; accepted: base_url, model, protocol",
             id="unknown-field",
