@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from node_projects import install, offline_environment
+from observability import caught_logs
 from processes import run_to_the_end
 from servers import StartProxy
 from upstream_server import Reply, ScriptedUpstream, Verbatim
@@ -39,6 +40,7 @@ TEST_VARIABLES = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
 CONTENT = "hi-from-the-model"
 STRACE = shutil.which("strace")
 JSON_TYPE = {"content-type": "application/json"}
+ACCESS_LOGGER = "toolcall_proxy.access"
 CONNECT = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(\d+\), (.*?)\}")
 
 
@@ -99,16 +101,17 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
         assert STRACE is not None
         command = [STRACE, "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *command]
 
-    run = run_to_the_end(
-        command,
-        cwd=work,
-        env=offline_environment(
-            home,
-            refused_proxy,
-            {**documented, "ANTHROPIC_BASE_URL": proxy.url, **TEST_VARIABLES},
-        ),
-        stdin=subprocess.DEVNULL,
-    )
+    with caught_logs(ACCESS_LOGGER) as access:
+        run = run_to_the_end(
+            command,
+            cwd=work,
+            env=offline_environment(
+                home,
+                refused_proxy,
+                {**documented, "ANTHROPIC_BASE_URL": proxy.url, **TEST_VARIABLES},
+            ),
+            stdin=subprocess.DEVNULL,
+        )
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert target.read_text() == CONTENT
@@ -125,6 +128,9 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     )
     assert CONTENT in json.dumps(third["messages"][-1]), "the read result went back to the model"
     assert len(second["messages"]) < len(third["messages"])
+    asked = [line for line in access.messages if '"POST /v1/messages"' in line]
+    assert len(asked) == 3, access.messages
+    assert all(line.endswith(f" session={result['session_id']}") for line in asked)
     if trace.exists():
         addresses = set(CONNECT.findall(trace.read_text()))
         assert addresses and all("127.0.0.1" in address for address in addresses), addresses

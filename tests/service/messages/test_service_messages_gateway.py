@@ -10,7 +10,8 @@ from typing import Any
 
 import anthropic
 import pytest
-from messages_client import create
+from messages_client import create, message_params
+from observability import caught_logs
 from servers import Proxy
 from upstream_server import Reply, ScriptedUpstream, Verbatim
 
@@ -20,6 +21,7 @@ ATTRIBUTION = {
 }
 SYSTEM = {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
 JSON_TYPE = {"content-type": "application/json"}
+ACCESS_LOGGER = "toolcall_proxy.access"
 
 
 @pytest.mark.parametrize(
@@ -144,3 +146,41 @@ def test_other_errors_keep_the_upstreams_words(
 
     assert refused.value.status_code == status
     assert refused.value.body["error"]["message"] == error["message"]  # type: ignore[index]
+
+
+def test_the_upstreams_retry_after_is_kept(upstream: ScriptedUpstream, proxy: Proxy) -> None:
+    busy = {"error": {"message": "too many requests", "type": "rate_limit"}}
+    headers = {**JSON_TYPE, "retry-after": "7"}
+    upstream.script(Verbatim(json.dumps(busy).encode(), status=429, headers=headers))
+
+    with pytest.raises(anthropic.RateLimitError) as refused:
+        create(proxy, True)
+
+    assert refused.value.response.headers["retry-after"] == "7"
+    assert refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    upstream.script(Verbatim(json.dumps(busy).encode(), status=503, headers=headers))
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    answer = proxy.http.post("/v1/chat/completions", json=chat)
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "7"
+
+
+@pytest.mark.parametrize(
+    ("sent", "logged"),
+    [
+        ("cb738127-126a-48f5-bf71-71290b84e7cc", "cb738127-126a-48f5-bf71-71290b84e7cc"),
+        ("has spaces", None),
+        (None, None),
+    ],
+    ids=["named", "unsafe", "none"],
+)
+def test_the_session_claude_code_names_is_in_the_access_line(
+    upstream: ScriptedUpstream, proxy: Proxy, sent: str | None, logged: str | None
+) -> None:
+    upstream.script(Reply("Hello."))
+    headers = {} if sent is None else {"x-claude-code-session-id": sent}
+
+    with caught_logs(ACCESS_LOGGER) as access:
+        proxy.http.post("/v1/messages", json=message_params(), headers=headers)
+
+    [line] = access.messages
+    assert line.endswith(f" session={logged}") if logged else "session=" not in line
