@@ -184,3 +184,15 @@ def test_the_session_claude_code_names_is_in_the_access_line(
 
     [line] = access.messages
     assert line.endswith(f" session={logged}") if logged else "session=" not in line
+    assert upstream.chat_requests[0].headers.get("x-claude-code-session-id") == sent
+
+
+def test_claude_codes_startup_probe_is_refused_at_once(
+    upstream: ScriptedUpstream, proxy: Proxy
+) -> None:
+    """`HEAD /api/hello` warms Claude Code's connection; its gateway page lets a gateway
+    refuse it."""
+    answer = proxy.http.head("/api/hello")
+
+    assert answer.status_code == 404
+    assert upstream.requests == []
