@@ -133,21 +133,9 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
         write = render("exec_command", shell(f"printf '%s' '{CONTENT}' > '{target}'", work))
         written = CONTENT
     read = render("exec_command", shell(f"cat '{target}'", work))
-    done = f"DONE: {target} contains {CONTENT}"
-    upstream.script(
-        Reply(*pieces(f"I'll create the file.\n{write}")),
-        Reply(*pieces(f"Now let me read it back.\n{read}")),
-        Reply(*pieces(done)),
-    )
+    done = script_write_read_done(upstream, write, read, target)
 
-    run = run_to_the_end(
-        [str(CODEX), "exec", "--skip-git-repo-check", "--json", "-C", str(work), "Write it."],
-        cwd=work,
-        env=offline_environment(
-            home, refused_proxy, {"CODEX_HOME": str(home / ".codex"), KEY_VARIABLE: "unused"}
-        ),
-        stdin=subprocess.DEVNULL,
-    )
+    run = run_codex(work, home, refused_proxy)
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert target.read_text() == written
@@ -167,6 +155,30 @@ def test_codex_creates_a_file_and_reads_it_back_through_the_proxy(
     # On a WebSocket Codex warms the connection up first (`generate: false`, which asks the
     # upstream nothing: it got the three requests above), then takes its three turns.
     assert len(websocket_turns) == (4 if transport == WEBSOCKET else 0)
+
+
+def script_write_read_done(upstream: ScriptedUpstream, write: str, read: str, target: Path) -> str:
+    """The model's three turns, streamed in pieces: it writes, it reads, it says what it read
+    (returned)."""
+    done = f"DONE: {target} contains {CONTENT}"
+    upstream.script(
+        Reply(*pieces(f"I'll create the file.\n{write}")),
+        Reply(*pieces(f"Now let me read it back.\n{read}")),
+        Reply(*pieces(done)),
+    )
+    return done
+
+
+def run_codex(work: Path, home: Path, refused_proxy: str) -> subprocess.CompletedProcess[str]:
+    """`codex exec` in `work`, with `home`'s .codex, asked to write the file."""
+    return run_to_the_end(
+        [str(CODEX), "exec", "--skip-git-repo-check", "--json", "-C", str(work), "Write it."],
+        cwd=work,
+        env=offline_environment(
+            home, refused_proxy, {"CODEX_HOME": str(home / ".codex"), KEY_VARIABLE: "unused"}
+        ),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def turns_on_websockets(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -243,21 +255,9 @@ def test_codex_with_the_documented_catalog_patches_a_file_for_a_model_it_did_not
     else:
         write = render("apply_patch", {"input": patch})
         read = render("exec_command", shell(f"cat '{target}'", work))
-    done = f"DONE: {target} contains {CONTENT}"
-    upstream.script(
-        Reply(*pieces(f"I'll create the file.\n{write}")),
-        Reply(*pieces(f"Now let me read it back.\n{read}")),
-        Reply(*pieces(done)),
-    )
+    done = script_write_read_done(upstream, write, read, target)
 
-    run = run_to_the_end(
-        [str(CODEX), "exec", "--skip-git-repo-check", "--json", "-C", str(work), "Write it."],
-        cwd=work,
-        env=offline_environment(
-            home, refused_proxy, {"CODEX_HOME": str(home / ".codex"), KEY_VARIABLE: "unused"}
-        ),
-        stdin=subprocess.DEVNULL,
-    )
+    run = run_codex(work, home, refused_proxy)
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert target.read_text() == CONTENT + "\n"
