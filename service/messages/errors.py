@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .overflow import context_overflow
+
 # The path the Messages API is served under; every path below it answers in its shape too.
 MESSAGES_PATH = "/v1/messages"
 # Anthropic's error types by HTTP status (its documented pairs, and the proxy's 502 and 504,
@@ -24,6 +26,7 @@ ANTHROPIC_ERROR_TYPES = {
     504: "timeout_error",
     529: "overloaded_error",
 }
+BAD_REQUEST = 400
 # An error mid-stream has no status of its own: its code says what it was.
 ANTHROPIC_TYPE_BY_CODE = {"upstream_timeout": "timeout_error", "server_busy": "overloaded_error"}
 
@@ -48,7 +51,10 @@ def anthropic_error_answer(error: dict[str, Any], status: int) -> tuple[dict[str
 def anthropic_error_of(error: dict[str, Any], status: int | None = None) -> dict[str, Any]:
     """An OpenAI error body's `error` in Anthropic's shape: typed by the status it was
     answered with, or, mid-stream, by its code; the field at fault, which Anthropic's shape
-    has no place for, leads the message."""
+    has no place for, leads the message. A request that did not fit the upstream's context
+    is refused in Anthropic's words (`overflow.py`)."""
+    if status == BAD_REQUEST and (overflow := context_overflow(error)) is not None:
+        return anthropic_error_body(overflow.anthropic_message(), ANTHROPIC_ERROR_TYPES[status])
     message = str(error.get("message") or "upstream failed")
     if error.get("param"):
         message = f"{error['param']}: {message}"

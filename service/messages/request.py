@@ -32,6 +32,11 @@ THINKING_ON = frozenset({"enabled", "adaptive"})
 # What the model reads before a result the client marked `is_error`.
 ERROR_RESULT_PREFIX = "Error: "
 MEDIA_SOURCES = frozenset({"base64", "url"})
+# Claude Code's attribution block (its version and a fingerprint of the conversation) opens
+# `system` as a block of its own. Anthropic's API drops it when it stands first, so Claude
+# never reads it; the proxy does the same, so the local model does not either, and the
+# prompt's prefix (what an upstream's prefix cache reuses) is the same across conversations.
+ATTRIBUTION_PREFIX = "x-anthropic-billing-header:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,19 +95,29 @@ def _stop_sequences(value: Any) -> list[str] | None:
 
 
 def _system_messages(system: Any) -> list[dict[str, Any]]:
-    if system is None or system == "" or system == []:
+    first = 1 if isinstance(system, list) and system and _is_attribution(system[0]) else 0
+    if system is None or system == "" or (isinstance(system, list) and len(system) == first):
         return []
-    return [{"role": "system", "content": _text_of(system, "system")}]
+    return [{"role": "system", "content": _text_of(system, "system", first=first)}]
 
 
-def _text_of(content: Any, param: str) -> str:
-    """A string, or text blocks joined (their cache_control and citations left aside)."""
+def _is_attribution(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and str(block.get("text") or "").startswith(ATTRIBUTION_PREFIX)
+    )
+
+
+def _text_of(content: Any, param: str, *, first: int = 0) -> str:
+    """A string, or text blocks from the `first` on joined (their cache_control and
+    citations left aside)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise invalid("must be a string or an array of text blocks", param)
     texts = []
-    for index, block in enumerate(content):
+    for index, block in enumerate(content[first:], first):
         if not isinstance(block, dict) or block.get("type") != "text":
             raise invalid("must hold text blocks only", f"{param}[{index}]")
         texts.append(str(block.get("text") or ""))

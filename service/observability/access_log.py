@@ -65,12 +65,14 @@ def _fields(record: RequestRecord) -> dict[str, Any]:
         "stream": record.stream,
         "tool_calls": record.tool_calls,
         "client_disconnected": record.client_disconnected,
+        "session": record.session,
     }
 
 
 def _text_line(fields: dict[str, Any]) -> str:
     """`POST /v1/chat/completions 200 12.3ms model="m" protocol=json-mix stream=true
-    tool_calls=1 request_id=...`; the client's strings JSON-quoted, so no newline gets in."""
+    tool_calls=1 request_id=...` (and `session=...` when the client named one); the client's
+    strings JSON-quoted, so no newline gets in."""
     request = json.dumps(f"{fields['method']} {fields['path']}")
     line = (
         f"{request} {fields['status']} {fields['duration_ms']}ms"
@@ -80,4 +82,6 @@ def _text_line(fields: dict[str, Any]) -> str:
     )
     if fields["client_disconnected"]:
         line += " client_disconnected=true"
+    if fields["session"] is not None:
+        line += f" session={fields['session']}"
     return line

@@ -21,6 +21,10 @@ NO_PROTOCOL = "none"  # the proxy parsed nothing: a relay, a model list, a probe
 # A client's X-Request-ID is echoed and logged only if it looks like an id: anything longer
 # or with other characters could forge log lines, so it is replaced by a fresh one.
 CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# The session a client says a request belongs to (Claude Code names its session in this
+# header on every request, for gateways to group a session's requests by): logged beside the
+# request id, under the same rule.
+SESSION_HEADER = "x-claude-code-session-id"
 
 # Endpoint kinds by exact path, then by prefix; a bounded `route` label for any path.
 ROUTE_BY_PATH = {
@@ -71,6 +75,7 @@ class RequestRecord:
     method: str
     path: str
     route: str
+    session: str | None = None  # the client's session, when it names a sane one
     # Told by the handler:
     model: str | None = None
     protocol: str = NO_PROTOCOL
@@ -105,12 +110,17 @@ class RequestRecord:
         return max(0.0, mark - self.upstream_waited)
 
 
-def new_record(scope: Scope, client_request_id: str | None) -> RequestRecord:
-    """A record for an HTTP scope, keeping the client's request id when it is a sane one."""
+def new_record(
+    scope: Scope, client_request_id: str | None, session: str | None = None
+) -> RequestRecord:
+    """A record for an HTTP scope, keeping the client's request id and session when they are
+    sane ones."""
     path: str = scope["path"]
     if client_request_id is None or not CLIENT_REQUEST_ID.fullmatch(client_request_id):
         client_request_id = uuid.uuid4().hex
-    return RequestRecord(client_request_id, scope["method"], path, route_of(path))
+    if session is not None and not CLIENT_REQUEST_ID.fullmatch(session):
+        session = None
+    return RequestRecord(client_request_id, scope["method"], path, route_of(path), session)
 
 
 def route_of(path: str) -> str:

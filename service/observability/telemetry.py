@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .access_log import log_access
 from .log_config import current_request_id
 from .metrics import ProxyMetrics
-from .request_record import SCOPE_KEY, RequestRecord, new_record
+from .request_record import SCOPE_KEY, SESSION_HEADER, RequestRecord, new_record
 from .upstream_wait import current_record
 
 REQUEST_ID_HEADER = b"x-request-id"
@@ -45,7 +45,8 @@ class RequestTelemetry:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        record = new_record(scope, Headers(scope=scope).get("x-request-id"))
+        headers = Headers(scope=scope)
+        record = new_record(scope, headers.get("x-request-id"), headers.get(SESSION_HEADER))
         scope[SCOPE_KEY] = record
         wire = _Wire(record, receive, send, self._metrics, self._finished)
         request_id = current_request_id.set(record.request_id)

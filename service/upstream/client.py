@@ -21,6 +21,7 @@ import httpx
 
 from ..observability import ProxyMetrics, UpstreamFailure
 from ..wire import (
+    RETRY_AFTER,
     UPSTREAM_ERROR,
     HeaderPairs,
     LineSplitter,
@@ -362,7 +363,9 @@ class Upstream:
             error_bytes = b""
         finally:
             await stream.aclose()
-        raise self._status_error(response.status_code, error_bytes, str(url))
+        raise self._status_error(
+            response.status_code, error_bytes, str(url), response.headers.get(RETRY_AFTER)
+        )
 
     def _redirected(self, response: httpx.Response) -> ProxyError:
         """A redirect, which is never followed: logged with where it leads (once per server),
@@ -387,13 +390,15 @@ class Upstream:
             code="upstream_redirect",
         )
 
-    def _status_error(self, status: int, body: bytes, url: str) -> UpstreamStatusError:
+    def _status_error(
+        self, status: int, body: bytes, url: str, retry_after: str | None
+    ) -> UpstreamStatusError:
         hint = missing_v1_hint(status, url)
         server = urlsplit(url).netloc
         if hint is not None and server not in self._hinted:  # once per upstream server
             self._hinted.add(server)
             logger.warning("upstream answered 404 at %s: %s", url, hint)
-        return UpstreamStatusError(status, body, hint=hint)
+        return UpstreamStatusError(status, body, hint=hint, retry_after=retry_after)
 
     def _failure(self, exc: BaseException, url: httpx.URL) -> ProxyError:
         """Count a failure before the status came, log the server's first, and make it the

@@ -10,6 +10,7 @@ from .disconnect import while_connected
 from .errors import (
     AUTHENTICATION_ERROR,
     INVALID_REQUEST,
+    RETRY_AFTER,
     SERVER_ERROR,
     UPSTREAM_ERROR,
     ErrorShape,
@@ -56,6 +57,7 @@ __all__ = [
     "INVALID_REQUEST",
     "JSON_MEDIA_TYPE",
     "KEEPALIVE",
+    "RETRY_AFTER",
     "SERVER_ERROR",
     "UPSTREAM_ERROR",
     "BodyDecoder",

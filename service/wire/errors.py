@@ -27,6 +27,9 @@ CLIENT_CLOSED_REQUEST = 499
 ErrorShape = Callable[[dict[str, Any], int], tuple[dict[str, Any], int]]
 # Whether a request to a path two APIs share comes from the other API's client.
 Asks = Callable[[HTTPConnection], bool]
+# When to ask again, as an upstream (or a load balancer before it) says it with a 429 or a
+# 503: kept on the proxy's answer, for the clients' SDKs wait as long as it says.
+RETRY_AFTER = "retry-after"
 # What separates a resource from the custom method it calls, in Google's paths.
 CUSTOM_METHOD = ":"
 
@@ -45,6 +48,7 @@ class ProxyError(Exception):
         error_type: str = INVALID_REQUEST,
         param: str | None = None,
         code: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -52,6 +56,7 @@ class ProxyError(Exception):
         self.error_type = error_type
         self.param = param
         self.code = code
+        self.headers = headers  # sent with the answer
 
     def body(self) -> dict[str, Any]:
         return error_body(
@@ -60,17 +65,25 @@ class ProxyError(Exception):
 
 
 class UpstreamStatusError(ProxyError):
-    """The upstream answered 4xx/5xx: its status, and its error body re-shaped only when
-    it is not OpenAI's shape already."""
+    """The upstream answered 4xx/5xx: its status, its Retry-After, and its error body
+    re-shaped only when it is not OpenAI's shape already."""
 
-    def __init__(self, status: int, raw_body: bytes, *, hint: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        raw_body: bytes,
+        *,
+        hint: str | None = None,
+        retry_after: str | None = None,
+    ) -> None:
         self._upstream_body = openai_error_body(raw_body, status)
         message = str(self._upstream_body["error"].get("message", ""))
         if hint is not None:  # what the proxy knows that the upstream could not say
             message = f"{message} ({hint})"
             error = {**self._upstream_body["error"], "message": message}
             self._upstream_body = {**self._upstream_body, "error": error}
-        super().__init__(status, message, error_type=UPSTREAM_ERROR)
+        headers = None if retry_after is None else {RETRY_AFTER: retry_after}
+        super().__init__(status, message, error_type=UPSTREAM_ERROR, headers=headers)
 
     def body(self) -> dict[str, Any]:
         return self._upstream_body
@@ -159,7 +172,7 @@ def install_error_handlers(app: FastAPI, shapes: ErrorShapes) -> None:
 
     async def proxy_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ProxyError)
-        return answer(request, exc.body(), exc.status)
+        return answer(request, exc.body(), exc.status, exc.headers)
 
     async def http_exception(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 from node_projects import install, offline_environment
+from observability import caught_logs
 from processes import run_to_the_end
 from servers import StartProxy
-from upstream_server import Reply, ScriptedUpstream
+from upstream_server import Reply, ScriptedUpstream, Verbatim
 
 from protocols import get_protocol
 
@@ -38,6 +39,8 @@ EXPORT = re.compile(r"^export ([A-Z_]+)=(\S+)$", re.MULTILINE)
 TEST_VARIABLES = {"DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
 CONTENT = "hi-from-the-model"
 STRACE = shutil.which("strace")
+JSON_TYPE = {"content-type": "application/json"}
+ACCESS_LOGGER = "toolcall_proxy.access"
 CONNECT = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(\d+\), (.*?)\}")
 
 
@@ -98,16 +101,17 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
         assert STRACE is not None
         command = [STRACE, "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *command]
 
-    run = run_to_the_end(
-        command,
-        cwd=work,
-        env=offline_environment(
-            home,
-            refused_proxy,
-            {**documented, "ANTHROPIC_BASE_URL": proxy.url, **TEST_VARIABLES},
-        ),
-        stdin=subprocess.DEVNULL,
-    )
+    with caught_logs(ACCESS_LOGGER) as access:
+        run = run_to_the_end(
+            command,
+            cwd=work,
+            env=offline_environment(
+                home,
+                refused_proxy,
+                {**documented, "ANTHROPIC_BASE_URL": proxy.url, **TEST_VARIABLES},
+            ),
+            stdin=subprocess.DEVNULL,
+        )
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert target.read_text() == CONTENT
@@ -119,8 +123,14 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     assert first["max_tokens"] == int(documented["CLAUDE_CODE_MAX_OUTPUT_TOKENS"])
     declared = first["messages"][0]["content"]
     assert "Write" in declared and "Read" in declared
+    assert "x-anthropic-billing-header" not in json.dumps(first), (
+        "its attribution block is left out"
+    )
     assert CONTENT in json.dumps(third["messages"][-1]), "the read result went back to the model"
     assert len(second["messages"]) < len(third["messages"])
+    asked = [line for line in access.messages if '"POST /v1/messages"' in line]
+    assert len(asked) == 3, access.messages
+    assert all(line.endswith(f" session={result['session_id']}") for line in asked)
     if trace.exists():
         addresses = set(CONNECT.findall(trace.read_text()))
         assert addresses and all("127.0.0.1" in address for address in addresses), addresses
@@ -160,3 +170,48 @@ def test_claude_code_discovers_the_models_and_uses_a_routed_alias(
     assert json.loads(run.stdout)["result"] == "DONE"
     assert [asked.path for asked in upstream.requests] == ["/v1/models", "/v1/chat/completions"]
     assert upstream.chat_requests[0].json["model"] == "qwen-coder"
+
+
+def test_claude_code_asks_again_with_fewer_tokens_when_the_upstream_context_is_too_small(
+    claude_installed: None,
+    upstream: ScriptedUpstream,
+    start_proxy: StartProxy,
+    refused_proxy: str,
+    tmp_path: Path,
+) -> None:
+    """vLLM refuses a prompt plus `max_tokens` beyond its context in its own words; the proxy
+    says it in Anthropic's, which Claude Code reads to ask again at once with a `max_tokens`
+    that fits (the context less the prompt and a margin of 1,000)."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    proxy = start_proxy()
+    refusal = {
+        "error": {
+            "message": "This model's maximum context length is 16384 tokens. However, you"
+            " requested 8192 output tokens and your prompt contains at least 12000 input"
+            " tokens, for a total of at least 20192 tokens. Please reduce the length of the"
+            " input prompt or the number of requested output tokens."
+            " (parameter=input_tokens, value=12000)",
+            "type": "BadRequestError",
+            "param": "input_tokens",
+            "code": 400,
+        }
+    }
+    upstream.script(
+        Verbatim(json.dumps(refusal).encode(), status=400, headers=JSON_TYPE), Reply("DONE")
+    )
+    environment = {**documented_environment(), "ANTHROPIC_BASE_URL": proxy.url}
+
+    run = run_to_the_end(
+        [str(CLAUDE), "-p", "Say DONE.", "--output-format", "json"],
+        cwd=work,
+        env=offline_environment(home, refused_proxy, {**environment, **TEST_VARIABLES}),
+        stdin=subprocess.DEVNULL,
+    )
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["result"] == "DONE"
+    refused, answered = (asked.json for asked in upstream.chat_requests)
+    assert refused["max_tokens"] == 8192
+    assert answered["max_tokens"] == 16384 - 12000 - 1000

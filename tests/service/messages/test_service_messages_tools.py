@@ -238,7 +238,8 @@ def test_a_request_shaped_like_claude_codes_is_answered(
     roles = [message["role"] for message in sent.json["messages"]]
     assert roles == ["system", "user", "system", "assistant", "user"]
     system = sent.json["messages"][0]["content"]
-    assert system.startswith("x-anthropic-billing-header: cc_version=2.1.332;\n")
+    # Claude Code's attribution block, first in `system`, is left out, as Anthropic leaves it.
+    assert system.startswith("You are a Claude agent.\n") and "billing-header" not in system
     assert '"name": "Write"' in system and "DeferredToolPlaceholder" not in system
     assert sent.json["messages"][1]["content"].endswith("</system-reminder>\n\nWrite hello.txt")
     json_mix = get_protocol("json-mix")

@@ -67,6 +67,7 @@ def test_json_line_has_every_field(upstream: ScriptedUpstream, proxy: Proxy, str
         "stream": stream,
         "tool_calls": 1,
         "client_disconnected": False,
+        "session": None,
     }
 
 
