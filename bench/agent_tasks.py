@@ -12,9 +12,10 @@ passed, the model turns and tool calls each took, and every failure classed:
           or timed out with every turn answered and read);
   model   every turn was read as written: the model's calls or words did not do the task.
 
-The evidence stays in the JSONL file: per turn, the model's whole text, the calls the client
-got and the parse errors (the proxy's `DEBUG_PARSER_MW=parse` summary), and the agent's
-output, so a class can be checked by eye.
+The evidence stays in the JSONL file: per turn, the model's whole text, the calls read in it
+and the parse errors (the proxy's `DEBUG_PARSER_MW=parse` summary), how many calls the
+client got (its access record: fewer when one call an answer or a repeat dropped some), and
+the agent's output, so a class can be checked by eye.
 
     python bench/agent_tasks.py --upstream http://127.0.0.1:8091/v1 --protocol json-mix \\
         --label after [--api chat|messages] [--only config] [--out bench/results/agent.jsonl]
@@ -185,8 +186,9 @@ TASKS = (
 @dataclass
 class Turn:
     status: int
-    text: str = ""
-    calls: list[str] = field(default_factory=list)
+    sent: int = 0  # the calls the client got
+    text: str = ""  # the model's whole text
+    parsed: list[str] = field(default_factory=list)  # the calls read in it, sent or not
     errors: list[str] = field(default_factory=list)
 
 
@@ -205,7 +207,7 @@ class Run:
 
     @property
     def calls(self) -> int:
-        return sum(len(turn.calls) for turn in self.turns)
+        return sum(turn.sent for turn in self.turns)
 
 
 def install_pi() -> None:
@@ -245,11 +247,11 @@ def turns_from_log(log: str) -> list[Turn]:
         if " parse summary (" in message:
             summaries[request_id] = _summary_sections(message)
         elif record.get("path", "").startswith("/v1/") and record.get("method") == "POST":
-            turns.append((request_id, Turn(int(record["status"]))))
+            turns.append((request_id, Turn(int(record["status"]), int(record["tool_calls"]))))
     for request_id, turn in turns:
         sections = summaries.get(request_id, {})
         turn.text = "\n".join(sections.get("model text", []))
-        turn.calls = [call for call in sections.get("parsed tool calls", []) if call != "(none)"]
+        turn.parsed = [call for call in sections.get("parsed tool calls", []) if call != "(none)"]
         turn.errors = [error for error in sections.get("parse errors", []) if error != "(none)"]
     return [turn for _, turn in turns]
 
@@ -380,7 +382,7 @@ def report(runs: Sequence[dict[str, Any]]) -> None:
     for (label, protocol, api), group in groups.items():
         passed = sum(run["passed"] for run in group)
         turns = sum(len(run["turns"]) for run in group)
-        calls = sum(len(turn["calls"]) for run in group for turn in run["turns"])
+        calls = sum(turn["sent"] for run in group for turn in run["turns"])
         causes = [_cause(run) for run in group]
         split = "/".join(str(causes.count(cause)) for cause in ("model", "proxy", "client"))
         row = (label, protocol, api, f"{passed}/{len(group)}", turns, calls, split)

@@ -6,6 +6,7 @@ parse errors from the proxy's own log. A scripted model stands in for the real o
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -82,10 +83,10 @@ def test_pi_does_a_task_through_the_proxy_and_the_log_gives_each_turn(
 
     (run,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert (run["task"], run["passed"], run["cause"]) == ("config", True, None), run["output"]
-    assert [turn["calls"] for turn in run["turns"]] == [
-        ['read {"path": "config.json"}'],
-        ['write {"path": "port.txt", "content": "8123"}'],
-        [],
+    assert [(turn["sent"], turn["parsed"]) for turn in run["turns"]] == [
+        (1, ['read {"path": "config.json"}']),
+        (1, ['write {"path": "port.txt", "content": "8123"}']),
+        (0, []),
     ]
     assert '"content": "8123"' in run["turns"][1]["text"]
     assert "| run | json-mix | " + api + " | 1/1 | 3 | 2 | 0/0/0 |" in finished.stdout
@@ -107,3 +108,23 @@ def test_a_call_the_proxy_could_not_read_fails_the_run_as_the_proxy_s(
     assert (run["passed"], run["cause"], run["problem"]) == (False, "proxy", "port.txt missing")
     assert run["turns"][0]["errors"][0].startswith("malformed_json:")
     assert "- run json-mix chat config: proxy, port.txt missing" in finished.stdout
+
+
+@pytest.mark.usefixtures("pi")
+def test_a_run_counts_the_calls_the_client_got_beside_those_read(
+    upstream: ScriptedUpstream, upstream_url: str, tmp_path: Path
+) -> None:
+    read = rendered_calls("read", {"path": "config.json"})["json-mix"]
+    guessed_write = rendered_calls("write", {"path": "port.txt", "content": "8080"})["json-mix"]
+    upstream.script(Reply(read + "\n" + guessed_write), Reply("The port is 8123."))
+    out = tmp_path / "runs.jsonl"
+    bench = [sys.executable, str(BENCH / "agent_tasks.py"), "--upstream", upstream_url]
+    finished = run_to_the_end(
+        [*bench, "--only", "config", "--out", str(out)], env={**os.environ, "SINGLE_CALL": "true"}
+    )
+    assert finished.returncode == 0, finished.stderr
+
+    (run,) = [json.loads(line) for line in out.read_text().splitlines()]
+    first = run["turns"][0]
+    assert (first["sent"], len(first["parsed"])) == (1, 2)  # one call an answer
+    assert (run["passed"], run["cause"]) == (False, "model")
