@@ -134,6 +134,11 @@ class ParserTrace:
         if self._parsing is not None:
             self._parsing.errors.append(error)
 
+    def call_not_sent(self, name: str, why: str) -> None:
+        """A call read but kept from the client (the observer tells), which the summary's
+        parsed calls still list."""
+        self.log("not sent", f"{name}: {why}")
+
     def stream_parser(self, parser: StreamParser) -> StreamParser:
         """`parser`, traced."""
         return _TracedParser(parser, self._transcript(), self)

@@ -59,6 +59,8 @@ class CompletionObserver:
     def dropped_call(self, name: str) -> None:
         self._metrics.dropped_calls.labels(self._protocol).inc()
         logger.debug("dropped call to %r: parallel_tool_calls is false", name)
+        if self._trace is not None:
+            self._trace.call_not_sent(name, "one call an answer")
         if self._listener is not None:
             self._listener.dropped_call(name)
 
@@ -66,6 +68,8 @@ class CompletionObserver:
         """A call identical to one made earlier in the answer: not sent again."""
         self._metrics.repeated_calls.labels(self._protocol).inc()
         logger.debug("repeated call to %r: sent once", name)
+        if self._trace is not None:
+            self._trace.call_not_sent(name, "a repeat of an earlier call")
 
     def answer_ended(self, reason: str) -> None:
         """A streamed answer ended before the model's output did (why: `reason`): the

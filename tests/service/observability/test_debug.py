@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import pytest
 from observability import caught_logs
-from servers import WEATHER_TOOL, Proxy, StartProxy, chat_body
-from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
+from servers import TIME_TOOL, WEATHER_TOOL, Proxy, StartProxy, chat_body
+from upstream_server import TIME_CALL, WEATHER_CALL, Reply, ScriptedUpstream
 
 from service.observability.log_config import CONTINUATION
 
@@ -124,6 +124,30 @@ def test_parse_mode_summary_shows_parse_errors_with_their_original_text(
     assert f"{BROKEN_CALL} then [[{indented(CALL)}]]" in text_and_calls
     assert errors.startswith("malformed_json: ")
     assert errors.endswith(f'  original: "{BROKEN_CALL}"')
+
+
+def test_a_call_read_but_not_sent_is_logged_with_why(
+    upstream: ScriptedUpstream, start_proxy: StartProxy, stream: bool
+) -> None:
+    proxy = start_proxy(debug_parser_mw="stream")
+    # One call an answer: a whole answer's later calls are read, and kept from the client.
+    upstream.script(Reply(CALL, "\n" + CALL, "\n" + TIME_CALL["json-mix"]))
+    body = chat_body(WEATHER_TOOL, TIME_TOOL, stream=stream, parallel_tool_calls=False)
+
+    with caught_logs(DEBUG_LOGGER) as debug:
+        response = proxy.http.post(
+            "/v1/chat/completions", json=body, headers={"x-request-id": REQUEST_ID}
+        )
+    assert response.status_code == 200
+
+    not_sent = [line for line in debug.messages if line.startswith(f"[{REQUEST_ID}] not sent")]
+    if stream:  # the answer ended at its first call: the rest was never read
+        assert not_sent == []
+    else:
+        assert not_sent == [
+            f"[{REQUEST_ID}] not sent get_weather: one call an answer",
+            f"[{REQUEST_ID}] not sent get_time: one call an answer",
+        ]
 
 
 @pytest.mark.parametrize("style", STYLE_CODES)
