@@ -1,6 +1,7 @@
-"""Reading stays linear however the model writes: floods of every dialect's tags (a call's
-opening repeated, one of its tags repeated after it, whole calls repeated), read as a whole
-answer and as a stream, cost four times the work for four times the text.
+"""Reading stays linear however the model writes: floods of every dialect's tags, for each
+marker it opens calls with (the marker repeated, a call's opening repeated, one of its tags
+repeated after it, whole calls repeated), read as a whole answer and as a stream, cost four
+times the work for four times the text.
 
 Work is counted, not timed: the characters of text handed over where the parser's pieces
 meet (each reader's `feed`, each call scanner's `consume`, the text the tag loop looks for
@@ -18,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_cases import corpus
+from corpus_cases import Case, corpus
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
 from protocols import get_protocol
+from protocols.streaming.dialect_forms import Dialect, dialect_names
 from protocols.streaming.think_tags import THINK_TAGS
 
 # The methods a text is handed to whole, each under the parameter name `text`.
@@ -37,15 +39,31 @@ _TAG = re.compile(r"<[^<>\n]{1,48}>|\[[A-Z_]{3,20}\]|<｜[^｜]{1,32}｜>|\{")
 CASES = corpus(Path(__file__).parent / "dialects" / "dialect_corpus")
 
 
+def _opening_marker(case: Case) -> str:
+    """The first of its dialect's markers the case's output holds ("" when none does)."""
+    dialect = Dialect.registered.get(case.group)
+    found = [
+        (at, form.marker)
+        for form in (dialect.forms if dialect is not None else ())
+        if (at := case.output.find(form.marker)) != -1
+    ]
+    return min(found)[1] if found else ""
+
+
 def _floods() -> Iterator[tuple[str, str, str]]:
-    """(id, the text repeated, what comes before it) for each dialect's first call."""
+    """(id, the text repeated, what comes before it) for each dialect's first call opened by
+    each of its markers."""
     seen: set[tuple[str, str]] = set()
-    dialects: set[str] = set()
+    openings: set[tuple[str, str]] = set()
+    dialect_names()  # registers the dialects
     for case in CASES:
-        if not case.expects("calls", "morph-xml") or case.group in dialects:
+        marker = _opening_marker(case)
+        if not case.expects("calls", "morph-xml") or (case.group, marker) in openings:
             continue
-        dialects.add(case.group)
+        openings.add((case.group, marker))
         shapes = [(case.output, "")]
+        if marker:
+            shapes.append((marker, ""))  # the marker alone, repeated
         for tag in _TAG.finditer(case.output):
             shapes.append((case.output[: tag.end()], ""))  # the call's opening, repeated
             shapes.append((tag.group(), case.output[: tag.start()]))  # one tag, repeated
