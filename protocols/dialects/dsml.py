@@ -9,8 +9,19 @@ its value is a raw string (`string="true"`) or JSON (`string="false"`); V4 names
     </｜DSML｜invoke>
     </｜DSML｜function_calls>
 
-Checked against vLLM's `deepseekv32` and `deepseekv4` tool parsers and SGLang's DeepSeek
-V3.2/V4 detectors. The section is read whole once it closes (`delimited_call`)."""
+An invoke may hold one JSON object instead of parameters (`{"city": "Hangzhou"}`). V4.1
+writes a space before each tag's name and names the section `calls`:
+
+    <｜DSML｜ calls>
+    <｜DSML｜ invoke name="get_weather">
+    {"city": "Hangzhou", "days": 3}
+    </｜DSML｜ invoke>
+    </｜DSML｜ calls>
+
+Checked against vLLM's `deepseekv32`, `deepseekv4` and `deepseek_v41` parsers, SGLang's
+DeepSeek V3.2/V4/V4.1 detectors and V4.1's encoder. The section is read whole once it
+closes (`delimited_call`); an invoke whose body is neither parameters nor an object, or has
+text beside its parameters, leaves the section text."""
 
 from __future__ import annotations
 
@@ -18,36 +29,38 @@ import re
 from typing import Any
 
 from ..lenient.relaxed_json import RelaxedParseBudget
-from ..lenient.tagged_values import json_or_text
+from ..lenient.tagged_values import json_or_text, tagged_arguments
 from ..registry import register
 from ..streaming.delimited_call import DelimitedBody, delimited
 from ..streaming.dialect_forms import Dialect, blanks, followed_by, open_form
 
 BAR = "｜DSML｜"
-SECTIONS = (f"<{BAR}function_calls>", f"<{BAR}tool_calls>")
-_INVOKE = re.compile(rf'<{BAR}invoke\s+name="([^"]+)"\s*>(.*?)</{BAR}invoke>', re.DOTALL)
+SECTIONS = (f"<{BAR}function_calls>", f"<{BAR}tool_calls>", f"<{BAR} calls>")
+# The tag names after the bar, with V4.1's space or without.
+_INVOKE = re.compile(rf'<{BAR} ?invoke\s+name="([^"]+)"\s*>(.*?)</{BAR} ?invoke>', re.DOTALL)
 _PARAMETER = re.compile(
-    rf'<{BAR}parameter\s+name="([^"]+)"(?:\s+string="(true|false)")?\s*>(.*?)</{BAR}parameter>',
+    rf'<{BAR} ?parameter\s+name="([^"]+)"(?:\s+string="(true|false)")?\s*>(.*?)</{BAR} ?parameter>',
     re.DOTALL,
 )
 
 
 def _read(body: str, _name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:
-    calls = []
-    for name, inner in _INVOKE.findall(body):
-        arguments = {
-            key: json_or_text(value, budget) if string == "false" else value
-            for key, string, value in _PARAMETER.findall(inner)
-        }
-        calls.append((name, arguments))
-    return calls
+    def parameter(tag: re.Match[str]) -> tuple[str, Any]:
+        key, string, value = tag.groups()
+        return key, json_or_text(value, budget) if string == "false" else value
+
+    return [
+        (name, tagged_arguments(inner, _PARAMETER, parameter, budget))
+        for name, inner in _INVOKE.findall(body)
+    ]
 
 
 def _form(section: str) -> Any:
     body = DelimitedBody(ends=("</" + section[1:],), read=_read)
+    invoke = f"<{BAR} invoke" if section.startswith(f"<{BAR} ") else f"<{BAR}invoke"
     return open_form(
         section,
-        [blanks(), followed_by(re.escape(f"<{BAR}invoke"), f"<{BAR}invoke")],
+        [blanks(), followed_by(re.escape(invoke), invoke)],
         delimited(body),
     )
 

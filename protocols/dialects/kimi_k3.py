@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from ..lenient.relaxed_json import RelaxedParseBudget
-from ..lenient.tagged_values import attributes, json_or_text
+from ..lenient.tagged_values import attributes, json_or_text, tagged_arguments
 from ..registry import register
 from ..streaming.delimited_call import DelimitedBody, delimited
 from ..streaming.dialect_forms import (
@@ -47,12 +47,12 @@ _ARGUMENT = re.compile(
 
 
 def _arguments(body: str, budget: RelaxedParseBudget) -> dict[str, Any]:
-    arguments = {}
-    for attrs, value in _ARGUMENT.findall(body, 0, _through_last(body, ARGUMENT_CLOSE)):
-        described = attributes(attrs)
+    def argument(tag: re.Match[str]) -> tuple[str, Any]:
+        described, value = attributes(tag.group(1)), tag.group(2)
         typed = described.get("type", "string") != "string"
-        arguments[described.get("key", "")] = json_or_text(value, budget) if typed else value
-    return arguments
+        return described.get("key", ""), json_or_text(value, budget) if typed else value
+
+    return tagged_arguments(body, _ARGUMENT, argument, budget, _through_last(body, ARGUMENT_CLOSE))
 
 
 def _section(body: str, _name: str, budget: RelaxedParseBudget) -> list[tuple[str, dict[str, Any]]]:

@@ -1,6 +1,7 @@
 """The pieces of call formats that write each argument as a tagged value (DSML, Kimi K3,
 Step3, Hunyuan, Seed-OSS) or in a value syntax of their own (Gemma 4, FunctionGemma):
-attributes, values that are JSON or raw text, and Gemma's `{key:value,...}` objects.
+attributes, values that are JSON or raw text, a body of such values or one JSON object
+instead, and Gemma's `{key:value,...}` objects.
 Values come back as written (strings, or JSON values where the format says so); the call is
 coerced by its tool's schema afterwards, as every call is."""
 
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .call_objects import CallObjectError
-from .relaxed_json import RelaxedParseBudget
+from .relaxed_json import RelaxedParseBudget, parse_relaxed_json
 
 _ATTRIBUTE = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')
 # Nesting past this in a value is no call a model meant.
@@ -33,6 +35,36 @@ def json_or_text(raw: str, budget: RelaxedParseBudget) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw
+
+
+def tagged_arguments(
+    body: str,
+    tags: re.Pattern[str],
+    read: Callable[[re.Match[str]], tuple[str, Any]],
+    budget: RelaxedParseBudget,
+    end: int | None = None,
+) -> dict[str, Any]:
+    """A call body's arguments: its tagged values (each `tags` match, up to `end`, read into
+    a key and a value by `read`), or one JSON object written instead of them (DeepSeek V4
+    writes either; a fence around it is layout). Text beside the tags, or a body that is
+    neither, would make a call with arguments the model did not write: CallObjectError."""
+    arguments: dict[str, Any] = {}
+    at = 0
+    for tag in tags.finditer(body, 0, len(body) if end is None else end):
+        if body[at : tag.start()].strip():
+            raise CallObjectError("text between a call's tagged arguments")
+        key, value = read(tag)
+        arguments[key] = value
+        at = tag.end()
+    rest = body[at:]
+    if not rest.strip():
+        return arguments
+    if arguments:
+        raise CallObjectError("text after a call's tagged arguments")
+    value = parse_relaxed_json(rest, complete_only=True, budget=budget)
+    if not isinstance(value, dict):
+        raise CallObjectError("a call body that is neither tagged arguments nor an object")
+    return value
 
 
 def tagged_object(text: str, quote: str) -> dict[str, Any]:

@@ -87,9 +87,25 @@ _FENCE_AFTER_BREAK = re.compile(r"\n {0,3}[`~]")
 _BACKTICKS = re.compile(r"`+")
 # Tags a call is wrapped in on its own line (`<result><tool_call>...`): not prose.
 _TAGS = re.compile(r"\s*(?:<[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>\s*)+")
-# What may follow a call on its line and leave it a call: the closing of such tags, blanks,
-# and a closing tag still being written.
-_CLOSINGS = re.compile(r"[ \t]*(?:</[A-Za-z_][\w.:-]*[ \t]*>[ \t]*)*(?:<(?:/[\w.:-]*)?)?")
+
+
+def _growing(*units: str) -> str:
+    """A pattern for any prefix of `units` (patterns) in a row, each unit whole or absent."""
+    pattern = ""
+    for unit in reversed(units):
+        pattern = f"(?:{unit}{pattern})?"
+    return pattern
+
+
+# What may follow a call on its line and leave it a call: the closing of such tags (or of a
+# channel of special tokens, as Kimi K3 ends its message: `<|close|>message<|sep|>`),
+# blanks, and a closing still being written.
+_CLOSINGS = re.compile(
+    r"[ \t]*(?:(?:</[A-Za-z_][\w.:-]*[ \t]*>|<\|close\|>\w{1,32}<\|sep\|>)[ \t]*)*"
+    r"(?:<(?:/[\w.:-]*|\|"
+    + _growing(*"close", r"\|", ">", r"\w{0,32}", "<", r"\|", *"sep", r"\|")
+    + r")?)?"
+)
 # A line that is an element's opening tag alone, or its closing tag alone.
 _LONE_OPEN = re.compile(r"<([A-Za-z_][\w.:-]*)(?:\s[^<>]*)?(?<!/)>")
 _CLOSE = re.compile(r"</([A-Za-z_][\w.:-]*)\s*>")

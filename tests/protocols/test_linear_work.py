@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_cases import corpus
+from corpus_cases import Case, corpus
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
 from protocols import ParserOptions, described_dialect, get_protocol, schema_dialect
+from protocols.streaming.dialect_forms import Dialect, dialect_names
 from protocols.streaming.think_tags import THINK_TAGS
 
 # The methods a text is handed to whole, each under the parameter name `text`.
@@ -55,16 +56,31 @@ DESCRIBED_CASES = [
 ]
 
 
+def _opening_marker(case: Case) -> str:
+    """The first of its dialect's markers the case's output holds ("" when none does)."""
+    dialect = DESCRIBED.get(case.group) or Dialect.registered.get(case.group)
+    found = [
+        (at, form.marker)
+        for form in (dialect.forms if dialect is not None else ())
+        if (at := case.output.find(form.marker)) != -1
+    ]
+    return min(found)[1] if found else ""
+
+
 def _floods() -> Iterator[tuple[str, str, str, str]]:
     """(id, the text repeated, what comes before it, the route's own format or "") for each
-    dialect's first call."""
+    dialect's first call opened by each of its markers."""
     seen: set[tuple[str, str]] = set()
-    dialects: set[str] = set()
+    openings: set[tuple[str, str]] = set()
+    dialect_names()  # registers the dialects
     for case in [*CASES, *DESCRIBED_CASES]:
-        if not case.expects("calls", "morph-xml") or case.group in dialects:
+        marker = _opening_marker(case)
+        if not case.expects("calls", "morph-xml") or (case.group, marker) in openings:
             continue
-        dialects.add(case.group)
+        openings.add((case.group, marker))
         shapes = [(case.output, "")]
+        if marker:
+            shapes.append((marker, ""))  # the marker alone, repeated
         for tag in _TAG.finditer(case.output):
             shapes.append((case.output[: tag.end()], ""))  # the call's opening, repeated
             shapes.append((tag.group(), case.output[: tag.start()]))  # one tag, repeated

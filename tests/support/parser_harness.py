@@ -238,8 +238,11 @@ def check_contract(result: Result) -> None:
     _check_calls(result)
 
 
-# Layout: blanks, and the empty shell calls were written in (fence lines, wrapper tags).
-LAYOUT = re.compile(r"\s*(?:(?:```[\w.+-]*|</?[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>)\s*)*")
+# Layout: blanks, and the empty shell calls were written in (fence lines, wrapper tags, the
+# close of a channel of special tokens).
+LAYOUT = re.compile(
+    r"\s*(?:(?:```[\w.+-]*|</?[A-Za-z_][\w.:-]*(?:\s[^<>]*)?>|<\|close\|>\w+<\|sep\|>)\s*)*"
+)
 FENCE_LINE = re.compile(r"^ {0,3}```", re.MULTILINE)
 # A result the model wrote for its own call, dropped with an `invented_result` record.
 INVENTED = re.compile(

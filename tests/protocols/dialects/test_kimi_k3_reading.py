@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,7 +26,8 @@ UNCLOSED = {
 
 
 class _CountingPattern:
-    """A pattern whose `findall` adds up the characters it was asked to look through."""
+    """A pattern whose `findall` and `finditer` add up the characters they were asked to
+    look through."""
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self._pattern = pattern
@@ -34,6 +36,10 @@ class _CountingPattern:
     def findall(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]:
         self.searched += min(endpos, len(text)) - pos
         return self._pattern.findall(text, pos, endpos)
+
+    def finditer(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[Any]:
+        self.searched += min(endpos, len(text)) - pos
+        return self._pattern.finditer(text, pos, endpos)
 
 
 @pytest.mark.parametrize("unclosed", UNCLOSED, ids=list(UNCLOSED))
