@@ -5,11 +5,13 @@ parse errors from the proxy's own log. A scripted model stands in for the real o
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from node_projects import install
@@ -17,8 +19,19 @@ from processes import run_to_the_end
 from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
-import agent_tasks  # noqa: E402  (a script's module, beside its siblings in bench/)
+
+
+def _script_module(name: str) -> ModuleType:
+    """A bench/ script as a module, importing its siblings; bench/ leaves sys.path again, where
+    its modules would shadow the tests' own of the same names (layers.py)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+agent_tasks = _script_module("agent_tasks")
 
 TASKS = {task.name: task for task in agent_tasks.TASKS}
 
