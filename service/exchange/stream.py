@@ -125,6 +125,7 @@ async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: in
             if not started:
                 started = True
                 events.append(AnswerStart(chunk))
+            finished = False  # a choice finished in this chunk
             for upstream_choice in upstream_choices:
                 index = upstream_choice.index
                 choice = choices.get(index)
@@ -139,11 +140,12 @@ async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: in
                     choice.finish(reason, events, upstream_choice.matched_stop)
                 else:
                     choice.end_if_ended(events)
+                finished = finished or choice.finished
             usage = chunk.get("usage") or usage
             if events:
                 yield events
                 events = []
-            if early := _ended_early(choices, n):
+            if finished and (early := _ended_early(choices, n)):
                 parsing.observer.answer_ended(early)
                 await _close(payloads)
                 await stream.aclose()  # what the model writes on is never read

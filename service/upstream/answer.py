@@ -137,9 +137,10 @@ def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list
         delta = choice.get("delta") or choice.get("message") or {}
         if not isinstance(delta, dict):
             raise bad_chunk("a choice's 'delta' is not an object")
-        for key in TEXT_KEYS:
-            if not isinstance(delta.get(key), STRING_OR_NULL):
-                raise bad_chunk(f"a delta's {key!r} is not a string")
+        if len(delta) != 1 or type(delta.get("content")) is not str:  # but the common delta
+            for key in TEXT_KEYS:
+                if not isinstance(delta.get(key), STRING_OR_NULL):
+                    raise bad_chunk(f"a delta's {key!r} is not a string")
         reason = choice.get("finish_reason")
         if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
