@@ -117,7 +117,7 @@ def checked_envelope(chunk: dict[str, Any]) -> dict[str, Any]:
     return chunk
 
 
-def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list[UpstreamChoice]:
+def chunk_choices(chunk: dict[str, Any], n: int, calls: bool = False) -> list[UpstreamChoice]:
     """A streamed chunk's choices: each an object with an `index` of one of the `n` choices
     asked for, an object `delta` (or `message`) whose texts are strings or null, a
     string-or-null `finish_reason`; and `usage` an object or null. With `calls`, the
@@ -144,12 +144,13 @@ def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list
         reason = choice.get("finish_reason")
         if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
-        stop = None if reason is None else matched_stop(choice)  # read only at the finish
-        if calls:  # a whole `message`: an upstream that ignored `stream: true`
-            found = call_fragments(delta.get("tool_calls"), whole="message" in choice)
-            checked.append(UpstreamChoice(index, delta, reason, found, stop))
+        if reason is None:
+            stop = None
         else:
-            checked.append(UpstreamChoice(index, delta, reason, matched_stop=stop))
+            stop = matched_stop(choice)  # read only at the finish
+        # With `calls`, a whole `message` too: an upstream that ignored `stream: true`.
+        found = call_fragments(delta.get("tool_calls"), whole="message" in choice) if calls else ()
+        checked.append(UpstreamChoice(index, delta, reason, found, stop))
     return checked
 
 
