@@ -144,10 +144,7 @@ def chunk_choices(chunk: dict[str, Any], n: int, calls: bool = False) -> list[Up
         reason = choice.get("finish_reason")
         if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
-        if reason is None:
-            stop = None
-        else:
-            stop = matched_stop(choice)  # read only at the finish
+        stop = None if reason is None else matched_stop(choice)  # read only at the finish
         # With `calls`, a whole `message` too: an upstream that ignored `stream: true`.
         found = call_fragments(delta.get("tool_calls"), whole="message" in choice) if calls else ()
         checked.append(UpstreamChoice(index, delta, reason, found, stop))
