@@ -238,7 +238,7 @@ def corpus_with_cuts(draw: st.DrawFn) -> tuple[str, str, list[int]]:
     return protocol, source, cuts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(case=corpus_with_cuts(), mode=st.sampled_from(MODES))
 def test_random_chunking_gives_the_same_calls_and_text(
     case: tuple[str, str, list[int]], mode: ArgumentsMode
@@ -335,7 +335,7 @@ FRAGMENTS = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pieces=st.lists(st.sampled_from(FRAGMENTS), max_size=40),
     cuts=st.lists(st.integers(0, 400), max_size=10),
@@ -352,7 +352,7 @@ def test_text_built_from_tag_fragments_keeps_the_contract_for_any_chunking(
     assert chunked.signature() == run(protocol, source, mode=mode).signature()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     source=st.text(max_size=300),
     chunk=st.integers(1, 8),
@@ -386,7 +386,7 @@ CONFIGURE_PROPERTIES = next(tool for tool in TOOLS if tool.name == "configure").
 UNDECLARED_KEYS = st.text(max_size=8).filter(lambda key: key not in CONFIGURE_PROPERTIES)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     arguments=st.dictionaries(UNDECLARED_KEYS, JSON_VALUES, max_size=5),
     ascii_only=st.booleans(),
