@@ -97,20 +97,21 @@ STALL_BUDGET_MS_PER_100KB = 100.0
 STALL_INPUT_CHARS = 100_000
 
 
-def hostile_outputs(protocol: str) -> dict[str, str]:
-    """Model output that is costly to read: ~100 KB each, in every protocol."""
+def hostile_outputs(protocol: str, size: int = STALL_INPUT_CHARS) -> dict[str, str]:
+    """Model output that is costly to read: about `size` characters each, in every
+    protocol."""
     numbers = ", ".join(f"{i}.5" for i in range(4_000))  # a ~20 KB call
     relaxed = "<tool_call>{name: 'write_to_file', arguments: {path: 'a', content: [%s]}}"
-    count = STALL_INPUT_CHARS // len(numbers)
+    count = max(size // len(numbers), 1)
     call_object = '{"name": "read_file", "arguments": {"path": "a"}}'  # off the protocol
     return {
         "relaxed JSON calls": (relaxed % numbers + "</tool_call>\n") * count,
         "one relaxed call": relaxed % ", ".join([numbers] * count) + "</tool_call>",
-        "'<' storm": "<" * STALL_INPUT_CHARS,
-        "call object, then prose": call_object + "\n" + prose(STALL_INPUT_CHARS),
-        "call object, then 1 1 1": call_object + " 1" * (STALL_INPUT_CHARS // 2),
+        "'<' storm": "<" * size,
+        "call object, then prose": call_object + "\n" + prose(size),
+        "call object, then 1 1 1": call_object + " 1" * (size // 2),
         "number-array argument": get_protocol(protocol).render_call(
-            "write_to_file", {"path": "a", "content": list(range(STALL_INPUT_CHARS // 6))}
+            "write_to_file", {"path": "a", "content": list(range(size // 6))}
         ),
     }
 
@@ -126,10 +127,9 @@ OBJECT_TOOL = ToolSpec(
 )
 
 
-def hostile_structures() -> dict[str, tuple[str, str]]:
-    """Nested arguments that are costly to read, ~100 KB each: label -> (protocol, text),
-    called with OBJECT_TOOL."""
-    size = STALL_INPUT_CHARS
+def hostile_structures(size: int = STALL_INPUT_CHARS) -> dict[str, tuple[str, str]]:
+    """Nested arguments that are costly to read, about `size` characters each: label ->
+    (protocol, text), called with OBJECT_TOOL."""
     distinct_tags = "".join(f"<t{i}>v</t{i}>" for i in range(size // 17))
     children = "<b>1</b>" * (size // 8)
     members = {f"key{i}": f"value {i}" for i in range(size // 22)}
@@ -146,7 +146,7 @@ def hostile_structures() -> dict[str, tuple[str, str]]:
 
 # Many declared tools (MCP servers bring hundreds), and text full of one name's prefix.
 MANY_TOOLS = [ToolSpec(f"tool_{i:04d}") for i in range(3000)]
-MANY_TOOLS_STORM = "<tool_0001" * (STALL_INPUT_CHARS // len("<tool_0001"))
+STORM_TAG = "<tool_0001"
 
 
 def longest_stall(protocol: str, text: str, step: int, tools: list[ToolSpec] = TOOLS) -> float:
@@ -162,15 +162,16 @@ def longest_stall(protocol: str, text: str, step: int, tools: list[ToolSpec] = T
     return max(longest, time.thread_time() - started)
 
 
-def stall_report() -> None:
+def stall_report(size: int) -> None:
     print(f"\nlongest stall, ms per 100 KB (budget {STALL_BUDGET_MS_PER_100KB:.0f}), whole text")
-    print("fed at once and in 16-character deltas")
+    print(f"of {size // 1000} KB fed at once and in 16-character deltas")
     for protocol in protocol_names():
-        for label, text in hostile_outputs(protocol).items():
+        for label, text in hostile_outputs(protocol, size).items():
             stall_row(protocol, label, text, TOOLS)
-    for label, (protocol, text) in hostile_structures().items():
+    for label, (protocol, text) in hostile_structures(size).items():
         stall_row(protocol, label, text, [OBJECT_TOOL])
-    stall_row("morph-xml", "3,000 tools, '<name' storm", MANY_TOOLS_STORM, MANY_TOOLS)
+    storm = STORM_TAG * (size // len(STORM_TAG))
+    stall_row("morph-xml", "3,000 tools, '<name' storm", storm, MANY_TOOLS)
 
 
 def stall_row(protocol: str, label: str, text: str, tools: list[ToolSpec]) -> None:
@@ -360,7 +361,7 @@ def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
     quick = options.parse_args().quick
-    size = 20_000 if quick else 200_000
+    size = 5_000 if quick else 200_000
     cases: dict[str, Callable[[str], str]] = {
         "prose, no calls": lambda _: prose(size),
         f"{size // 1000} KB write_to_file": lambda p: file_write(p, size),
@@ -373,7 +374,7 @@ def main() -> None:
             text = make(protocol)
             one, sixteen = throughput(protocol, text, 1), throughput(protocol, text, 16)
             print(f"{protocol:<{width}} {label:<24} {one:>12.2f} {sixteen:>13.2f}")
-    feeds = 10_000 if quick else 100_000
+    feeds = 2_000 if quick else 100_000
     print(f"\nprose deltas of 4-8 characters, µs/feed ({feeds} feeds): outside and in <think>")
     for protocol in protocol_names():
         outside = prose_delta_cost(protocol, feeds)
@@ -387,8 +388,8 @@ def main() -> None:
         t10 = len(big.encode()) / throughput(protocol, big, 16) / 1e6
         ratio = f"ratio {t10 / t1:.1f} (10 = linear)"
         print(f"{protocol:<{width}} 1x {t1:.4f}s  10x {t10:.4f}s  {ratio}")
-    stall_report()
-    flood_report(30_000 if quick else FLOOD_CHARS)
+    stall_report(20_000 if quick else STALL_INPUT_CHARS)
+    flood_report(10_000 if quick else FLOOD_CHARS)
 
 
 if __name__ == "__main__":

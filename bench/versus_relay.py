@@ -4,6 +4,7 @@ upstream, in one run. Requests carry a tool, so the proxy parses. Printed: what 
 over the upstream alone, and the proxy's ratio to the relay.
 
     python bench/versus_relay.py [--workers 1] [--rounds 5] [--repeat 40] [--long-chunks 2000]
+        [--concurrency 64]
 
 Each server runs in its own process (the proxy through its own command, so `--workers`
 is the real thing); the client shares the machine, so compare within one run only. The
@@ -126,8 +127,10 @@ async def raw_stream(url: str, payload: bytes) -> None:
     await writer.wait_closed()
 
 
-async def concurrent_rate(target: Server, requests: int, prose_chunks: int) -> tuple[float, float]:
-    """Streams per second with CONCURRENT_STREAMS in flight, and server CPU ms per stream."""
+async def concurrent_rate(
+    target: Server, requests: int, prose_chunks: int, in_flight: int = CONCURRENT_STREAMS
+) -> tuple[float, float]:
+    """Streams per second with `in_flight` streams at a time, and server CPU ms per stream."""
     url = target.url
     payload = body(stream=True, prose_chunks=prose_chunks)
 
@@ -135,13 +138,13 @@ async def concurrent_rate(target: Server, requests: int, prose_chunks: int) -> t
         for _ in range(count):
             await raw_stream(url, payload)
 
-    await asyncio.gather(*(worker(1) for _ in range(CONCURRENT_STREAMS)))  # warm up
-    share = max(requests // CONCURRENT_STREAMS, 1)
+    await asyncio.gather(*(worker(1) for _ in range(in_flight)))  # warm up
+    share = max(requests // in_flight, 1)
     cpu_before = target.cpu_seconds()
     started = time.perf_counter()
-    await asyncio.gather(*(worker(share) for _ in range(CONCURRENT_STREAMS)))
+    await asyncio.gather(*(worker(share) for _ in range(in_flight)))
     elapsed = time.perf_counter() - started
-    streams = share * CONCURRENT_STREAMS
+    streams = share * in_flight
     return streams / elapsed, (target.cpu_seconds() - cpu_before) / streams * 1e3
 
 
@@ -174,6 +177,9 @@ def main() -> None:
         "--concurrent-requests", type=int, default=640, help="streams per concurrent round"
     )
     options.add_argument(
+        "--concurrency", type=int, default=CONCURRENT_STREAMS, help="streams in flight at once"
+    )
+    options.add_argument(
         "--concurrent-chunks", type=int, default=200, help="prose chunks per concurrent stream"
     )
     args = options.parse_args()
@@ -203,7 +209,10 @@ def main() -> None:
                 rates = {
                     name: asyncio.run(
                         concurrent_rate(
-                            targets[name], args.concurrent_requests, args.concurrent_chunks
+                            targets[name],
+                            args.concurrent_requests,
+                            args.concurrent_chunks,
+                            args.concurrency,
                         )
                     )
                     for name in ("proxy", "relay")
@@ -218,9 +227,12 @@ Row = tuple[str, float, float]
 
 
 def round_rows(
-    long_chunks: int, results: dict[str, dict[str, float]], rates: dict[str, tuple[float, float]]
+    args: argparse.Namespace,
+    results: dict[str, dict[str, float]],
+    rates: dict[str, tuple[float, float]],
 ) -> list[Row]:
     """One round's rows: (label, proxy's value, relay's value)."""
+    long_chunks = args.long_chunks
 
     def added(name: str, key: str) -> float:
         return results[name][key] - results["upstream"][key]
@@ -251,7 +263,7 @@ def round_rows(
                 ("server CPU per non-stream (ms)", "post_cpu"),
             )
         ),
-        (f"{CONCURRENT_STREAMS} concurrent streams (req/s)", rates["proxy"][0], rates["relay"][0]),
+        (f"{args.concurrency} concurrent streams (req/s)", rates["proxy"][0], rates["relay"][0]),
         ("  server CPU per stream (ms)", rates["proxy"][1], rates["relay"][1]),
     ]
 
@@ -262,11 +274,11 @@ def report(
     rss: dict[str, float],
     counted: float,
 ) -> None:
-    per_round = [round_rows(args.long_chunks, results, rates) for results, rates in rounds]
+    per_round = [round_rows(args, results, rates) for results, rates in rounds]
     print(
         f"proxy workers {args.workers}; {args.rounds} rounds of {args.repeat} sequential "
         f"requests per row, a {args.long_chunks}-chunk stream for the per-chunk rows, "
-        f"{CONCURRENT_STREAMS} concurrent streams of {args.concurrent_chunks} chunks + the answer"
+        f"{args.concurrency} concurrent streams of {args.concurrent_chunks} chunks + the answer"
     )
     print(f"{'':<34} {'toolcall-proxy':>15} {'bare relay':>11} {'ratio':>7}  ratio per round")
     for row, label in enumerate(label for label, _, _ in per_round[0]):

@@ -4,7 +4,7 @@ turn over several rounds. Printed per proxy: streams per second, and the CPU eac
 costs the proxy, the upstream and this client; and whether the workers' metrics add up to
 the streams sent.
 
-    python bench/workers_scaling.py [--workers 2] [--rounds 5] [--requests 640]
+    python bench/workers_scaling.py [--workers 2] [--rounds 5] [--requests 640] [--concurrency 64]
 
 The upstream and the client share the machine's cores with the proxy, so the CPU they
 spend per stream bounds what any number of workers can reach: the ceiling printed is the
@@ -24,9 +24,10 @@ from proxy import Server, canned_upstream_command, free_port, proxy_command, ser
 from versus_relay import CONCURRENT_STREAMS, concurrent_rate, requests_counted
 
 
-def streams_sent(requests: int) -> int:
-    """What `concurrent_rate` sends for `requests`: whole rounds of 64, after a warm-up 64."""
-    return (max(requests // CONCURRENT_STREAMS, 1) + 1) * CONCURRENT_STREAMS
+def streams_sent(requests: int, in_flight: int) -> int:
+    """What `concurrent_rate` sends for `requests`: whole rounds of `in_flight`, after a
+    warm-up round."""
+    return (max(requests // in_flight, 1) + 1) * in_flight
 
 
 def client_cpu_seconds() -> float:
@@ -34,11 +35,13 @@ def client_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measured(target: Server, upstream: Server, requests: int, chunks: int) -> dict[str, float]:
+def measured(
+    target: Server, upstream: Server, requests: int, chunks: int, in_flight: int
+) -> dict[str, float]:
     """Streams per second, and CPU milliseconds per stream of the proxy, upstream, client."""
     upstream_before, client_before = upstream.cpu_seconds(), client_cpu_seconds()
-    rate, proxy_ms = asyncio.run(concurrent_rate(target, requests, chunks))
-    streams = streams_sent(requests)
+    rate, proxy_ms = asyncio.run(concurrent_rate(target, requests, chunks, in_flight))
+    streams = streams_sent(requests, in_flight)
     return {
         "rate": rate,
         "proxy_ms": proxy_ms,
@@ -53,6 +56,9 @@ def main() -> None:
     options.add_argument("--rounds", type=int, default=5)
     options.add_argument("--requests", type=int, default=640, help="streams per round")
     options.add_argument("--chunks", type=int, default=200, help="prose chunks per stream")
+    options.add_argument(
+        "--concurrency", type=int, default=CONCURRENT_STREAMS, help="streams in flight at once"
+    )
     args = options.parse_args()
     upstream_port = free_port()
     with (
@@ -76,7 +82,9 @@ def main() -> None:
             rounds: dict[int, list[dict[str, float]]] = {n: [] for n in targets}
             for _ in range(args.rounds):
                 for workers, target in targets.items():
-                    rounds[workers].append(measured(target, upstream, args.requests, args.chunks))
+                    rounds[workers].append(
+                        measured(target, upstream, args.requests, args.chunks, args.concurrency)
+                    )
             counted = {n: requests_counted(t.url) - counted_before[n] for n, t in targets.items()}
     report(args, rounds, counted)
 
@@ -87,7 +95,7 @@ def report(
     cores = os.cpu_count() or 1
     print(
         f"{cores} cores; {args.rounds} rounds of {args.requests} streams of {args.chunks} chunks, "
-        f"{CONCURRENT_STREAMS} at a time; medians over rounds"
+        f"{args.concurrency} at a time; medians over rounds"
     )
     print(
         f"{'workers':>7} {'streams/s':>10} {'proxy ms':>9} {'upstream ms':>12} {'client ms':>10}"
@@ -103,7 +111,7 @@ def report(
         total_ms = median("proxy_ms") + median("upstream_ms") + median("client_ms")
         # One worker uses one core at most; the machine's cores are shared by everyone.
         ceiling = min(workers / median("proxy_ms"), cores / total_ms) * 1e3
-        sent = args.rounds * streams_sent(args.requests)
+        sent = args.rounds * streams_sent(args.requests, args.concurrency)
         print(
             f"{workers:>7} {rates[workers]:>10.1f} {median('proxy_ms'):>9.2f} "
             f"{median('upstream_ms'):>12.2f} {median('client_ms'):>10.2f} {ceiling:>10.1f} "

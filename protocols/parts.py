@@ -24,7 +24,9 @@ class TextStart:
     id: str
 
 
-@dataclass(frozen=True, slots=True)
+# The parts made for every delta of prose or arguments are not frozen (a frozen dataclass's
+# __init__ costs an `object.__setattr__` call per field); nothing assigns to a part.
+@dataclass(slots=True)
 class TextDelta:
     id: str
     text: str
@@ -57,7 +59,7 @@ class ToolCallStart:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallDelta:
     """Incremental mode: the next fragment of a call's JSON `arguments` string."""
 

@@ -249,6 +249,10 @@ class PartWriter:
         self.text(original)
 
     def take(self) -> list[Part]:
+        run_of = self._run_of
+        if run_of is not None and not self._run and not self._parts:
+            self._run_of = None
+            return [run_of]  # the common feed: one delta of text
         self._end_run()
         parts, self._parts = self._parts, []
         return parts

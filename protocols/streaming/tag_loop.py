@@ -157,8 +157,27 @@ class TagStreamParser(StreamParser):
         return None
 
     def feed(self, text: str) -> list[Part]:
-        self._read(text)
+        if self._is_prose_between_tags(text):
+            self._ctx.out.text(text)  # what `_read` comes to for it, with one scan
+        else:
+            self._read(text)
         return self._ctx.out.take()
+
+    def _is_prose_between_tags(self, text: str) -> bool:
+        """Whether `text` is text as it stands: nothing is held back or open before it (a
+        call, a tag's beginning, a hold of the answer's or a think block's start), and it
+        holds no character a tag begins with. The common streamed delta."""
+        think = self._think
+        return (
+            not self._pending
+            and self._call is None
+            and self._answer is None
+            and not self._after_call
+            and (think is None or not think.holding)
+            and not self._ctx.out.ended
+            and len(text) <= FEED_PIECE_CHARS
+            and self._tag_chars.isdisjoint(text)
+        )
 
     def _read(self, text: str) -> None:
         for start in range(0, len(text), FEED_PIECE_CHARS):

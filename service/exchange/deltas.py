@@ -116,9 +116,12 @@ class DeltaMapper:
         self.unfinished_call = False
         self.relayed_calls = 0  # the upstream's own calls sent
 
-    def deltas(self, parts: Iterable[Part]) -> list[Delta]:
+    def deltas(self, parts: Sequence[Part]) -> list[Delta]:
+        if len(parts) == 1 and type(part := parts[0]) is TextDelta and self.ended is None:
+            # The common streamed step: one run of text.
+            kind = ReasoningDelta if self._in_think else ContentDelta
+            return [kind(part.text, self._choice)] if part.text else []
         out = _StepDeltas(self._choice)
-        parts = list(parts)
         # A call whose start, arguments and end come in one step (a small call, sent whole)
         # is read at its end: whether it repeats an earlier one is known only then.
         ended = {part.id for part in parts if isinstance(part, ToolCall)}

@@ -10,7 +10,8 @@ answer has the same events, at once, and each choice's deltas in the order its m
 read: reasoning, content, then each call.
 
 Events are built per upstream chunk: slotted, and frozen so that no writer changes what
-another reads."""
+another reads, but for the deltas made for every chunk (a frozen dataclass's __init__ costs
+an `object.__setattr__` call per field): no writer assigns to an event."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class ChoiceStart:
     choice: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReasoningDelta:
     """More of the model's reasoning: the upstream's own, or a think block's when the
     deployment reads those as reasoning."""
@@ -54,7 +55,7 @@ class ReasoningDelta:
     choice: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ContentDelta:
     """More of the answer's text, with the calls taken out."""
 
@@ -74,7 +75,7 @@ class CallStart:
     choice: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallDelta:
     """More of call `index`'s arguments: a fragment of their JSON text (a free-form call's,
     of its input text). Joined, a call's fragments are its whole arguments."""

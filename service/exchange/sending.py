@@ -96,6 +96,11 @@ async def written_stream(
                     ending = written.pop()
                     await on_finished()
                     written.append(ending)
+                if len(written) == 1 and isinstance(sent := written[0], bytes):
+                    written.clear()  # the common batch: one event's bytes (or none)
+                    if sent:
+                        yield sent
+                    continue
                 for data in _joined(written):
                     yield data
         except Exception as error:

@@ -119,12 +119,11 @@ async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: in
                 complete = True
                 await _release_after_done(payloads, stream)  # before the last events
                 break
-            chunk, upstream_choices = _decoded(
-                payload, stream, n, first=not started, calls=parsing.native
-            )
+            chunk, upstream_choices = _decoded(payload, stream, n, not started, parsing.native)
             if not started:
                 started = True
                 events.append(AnswerStart(chunk))
+            finished = False  # a choice finished in this chunk
             for upstream_choice in upstream_choices:
                 index = upstream_choice.index
                 choice = choices.get(index)
@@ -139,11 +138,12 @@ async def stream_events(stream: UpstreamStream, parsing: OutputParsing, *, n: in
                     choice.finish(reason, events, upstream_choice.matched_stop)
                 else:
                     choice.end_if_ended(events)
+                finished = finished or choice.finished
             usage = chunk.get("usage") or usage
             if events:
                 yield events
                 events = []
-            if early := _ended_early(choices, n):
+            if finished and (early := _ended_early(choices, n)):
                 parsing.observer.answer_ended(early)
                 await _close(payloads)
                 await stream.aclose()  # what the model writes on is never read
@@ -227,7 +227,7 @@ async def _whole_body(stream: UpstreamStream) -> AsyncIterator[str]:
 
 
 def _decoded(
-    payload: str, stream: UpstreamStream, n: int, *, first: bool, calls: bool
+    payload: str, stream: UpstreamStream, n: int, first: bool, calls: bool
 ) -> tuple[dict[str, Any], list[UpstreamChoice]]:
     """One upstream chunk and its checked choices (with, `calls`, the upstream's own tool
     calls), and the first chunk's envelope checked too (the only envelope the answer
@@ -242,7 +242,7 @@ def _decoded(
     try:
         if not isinstance(chunk, dict):
             raise bad_chunk("not a JSON object")
-        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk, n, calls=calls)
+        return checked_envelope(chunk) if first else chunk, chunk_choices(chunk, n, calls)
     except ProxyError:
         stream.failed(UpstreamFailure.BAD_RESPONSE)
         raise

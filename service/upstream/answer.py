@@ -117,7 +117,7 @@ def checked_envelope(chunk: dict[str, Any]) -> dict[str, Any]:
     return chunk
 
 
-def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list[UpstreamChoice]:
+def chunk_choices(chunk: dict[str, Any], n: int, calls: bool = False) -> list[UpstreamChoice]:
     """A streamed chunk's choices: each an object with an `index` of one of the `n` choices
     asked for, an object `delta` (or `message`) whose texts are strings or null, a
     string-or-null `finish_reason`; and `usage` an object or null. With `calls`, the
@@ -137,18 +137,17 @@ def chunk_choices(chunk: dict[str, Any], n: int, *, calls: bool = False) -> list
         delta = choice.get("delta") or choice.get("message") or {}
         if not isinstance(delta, dict):
             raise bad_chunk("a choice's 'delta' is not an object")
-        for key in TEXT_KEYS:
-            if not isinstance(delta.get(key), STRING_OR_NULL):
-                raise bad_chunk(f"a delta's {key!r} is not a string")
+        if len(delta) != 1 or type(delta.get("content")) is not str:  # but the common delta
+            for key in TEXT_KEYS:
+                if not isinstance(delta.get(key), STRING_OR_NULL):
+                    raise bad_chunk(f"a delta's {key!r} is not a string")
         reason = choice.get("finish_reason")
         if not isinstance(reason, STRING_OR_NULL):
             raise bad_chunk("a choice's 'finish_reason' is not a string")
         stop = None if reason is None else matched_stop(choice)  # read only at the finish
-        if calls:  # a whole `message`: an upstream that ignored `stream: true`
-            found = call_fragments(delta.get("tool_calls"), whole="message" in choice)
-            checked.append(UpstreamChoice(index, delta, reason, found, stop))
-        else:
-            checked.append(UpstreamChoice(index, delta, reason, matched_stop=stop))
+        # With `calls`, a whole `message` too: an upstream that ignored `stream: true`.
+        found = call_fragments(delta.get("tool_calls"), whole="message" in choice) if calls else ()
+        checked.append(UpstreamChoice(index, delta, reason, found, stop))
     return checked
 
 

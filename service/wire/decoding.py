@@ -94,9 +94,17 @@ class BodyDecoder:
             yield from pieces
 
 
-async def decoded_body(response: httpx.Response) -> AsyncIterator[bytes]:
-    """The body of a streamed `response`, decoded a bounded piece at a time."""
-    decoder = BodyDecoder(response.headers.get_list("content-encoding", split_commas=True))
+def decoded_body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body of a streamed `response`, decoded a bounded piece at a time; its reads as
+    they come when no coding it lists is one to undo (no step more for every chunk)."""
+    codings = response.headers.get_list("content-encoding", split_commas=True)
+    if not any(coding.strip().lower() in _WBITS for coding in codings):
+        return response.aiter_raw()
+    return _decoded_body(response, codings)
+
+
+async def _decoded_body(response: httpx.Response, codings: list[str]) -> AsyncIterator[bytes]:
+    decoder = BodyDecoder(codings)  # raises here, as the body is read, for too many codings
     async for raw in response.aiter_raw():
         for piece in decoder.feed(raw):
             yield piece

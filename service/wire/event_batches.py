@@ -1,7 +1,7 @@
 """Events that are ready together written together. An upstream read often holds many SSE
 lines (a fast model, a client reading slower than it); each becomes its own event, and
 sending each alone costs a trip through the ASGI middleware and a socket write, more than
-parsing and encoding the event. Here the events go through a queue: whatever the stream
+parsing and encoding the event. Here the events are handed over in a list: whatever the stream
 produced while the previous write went out is joined into the next one. Nothing waits for
 more: a lone event goes out as soon as it is produced, and so does the first.
 
@@ -40,7 +40,7 @@ async def joined_when_ready(events: EventStream) -> EventStream:
         first = await anext(events)
     except StopAsyncIteration:
         return
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()  # None: the events ended
+    made = _Made()
     # The producer reads the upstream through httpx: it is stopped through an anyio cancel
     # scope, never `producer.cancel()`, which could land inside httpx's shielded close (the
     # client leaving just as the body ends) and leave the connection checked out for good.
@@ -48,18 +48,12 @@ async def joined_when_ready(events: EventStream) -> EventStream:
     producer = None
     try:
         yield first
-        producer = asyncio.create_task(_produce(events, queue, stop))
+        producer = asyncio.create_task(_produce(events, made, stop))
         while True:
-            batch = [await queue.get()]
-            while not queue.empty():
-                batch.append(queue.get_nowait())
-            ended = batch[-1] is None
-            if ended:
-                batch.pop()
+            batch, ended = await made.taken()
             if batch:
-                yield b"".join(batch)  # type: ignore[arg-type]  # None only ever last
-            for _ in range(len(batch) + ended):
-                queue.task_done()
+                yield b"".join(batch)
+            made.sent()
             if ended:
                 break
         await producer
@@ -71,21 +65,71 @@ async def joined_when_ready(events: EventStream) -> EventStream:
             await asyncio.wait([producer])  # its cleanup (closing the upstream) done first
 
 
-async def _produce(
-    events: AsyncIterator[bytes], queue: asyncio.Queue[bytes | None], stop: anyio.CancelScope
-) -> None:
-    queued = 0  # bytes put since the queue was last seen empty
-    batch = 1  # events queued before the consumer is let write them
+class _Made:
+    """The events the producer made that the consumer has not sent yet: a list and two
+    wake-ups (the consumer's for events, the producer's for room), cheaper per event than
+    a queue, which counts every item in and out."""
+
+    __slots__ = ("_consumer", "_producer", "bytes", "ended", "events")
+
+    def __init__(self) -> None:
+        self.events: list[bytes] = []
+        self.bytes = 0  # of the events made since the consumer last took them
+        self.ended = False
+        self._consumer: asyncio.Future[None] | None = None  # the consumer waits for events
+        self._producer: asyncio.Future[None] | None = None  # the producer waits for room
+
+    def put(self, event: bytes) -> None:
+        self.events.append(event)
+        self.bytes += len(event)
+        self._wake_consumer()
+
+    def end(self) -> None:
+        self.ended = True
+        self._wake_consumer()
+
+    async def taken(self) -> tuple[list[bytes], bool]:
+        """Every event made so far (once there is one, or the events ended), and whether
+        they ended."""
+        while not self.events and not self.ended:
+            self._consumer = asyncio.get_running_loop().create_future()
+            try:
+                await self._consumer
+            finally:
+                self._consumer = None
+        batch, self.events, self.bytes = self.events, [], 0
+        return batch, self.ended
+
+    def sent(self) -> None:
+        """The consumer sent what it took: a producer waiting for room goes on once nothing
+        it made is left unsent."""
+        if not self.events and self._producer is not None and not self._producer.done():
+            self._producer.set_result(None)
+
+    async def room(self) -> None:
+        """Until the consumer has sent every event made so far."""
+        if self.events:
+            self._producer = asyncio.get_running_loop().create_future()
+            try:
+                await self._producer
+            finally:
+                self._producer = None
+
+    def _wake_consumer(self) -> None:
+        if self._consumer is not None and not self._consumer.done():
+            self._consumer.set_result(None)
+
+
+async def _produce(events: AsyncIterator[bytes], made: _Made, stop: anyio.CancelScope) -> None:
+    batch = 1  # events made before the consumer is let write them
     try:
         with stop:
             async for event in events:
-                queue.put_nowait(event)
-                queued += len(event)
-                if queue.qsize() >= MAX_QUEUED_EVENTS or queued >= MAX_QUEUED_BYTES:
-                    await queue.join()
-                    queued = 0
-                elif queue.qsize() >= batch:
+                made.put(event)
+                if len(made.events) >= MAX_QUEUED_EVENTS or made.bytes >= MAX_QUEUED_BYTES:
+                    await made.room()
+                elif len(made.events) >= batch:
                     batch = min(BATCH_GROWTH * batch, MAX_QUEUED_EVENTS)
-                    await asyncio.sleep(0)  # the consumer, woken by the first put, runs
+                    await asyncio.sleep(0)  # the consumer, woken by the first event, runs
     finally:
-        queue.put_nowait(None)
+        made.end()

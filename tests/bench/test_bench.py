@@ -3,10 +3,8 @@ starts itself (the real-model benchmark against a scripted model). Their numbers
 checked (that is what running them is for); what they print is, and so is every request
 they sent being counted by the proxy's metrics.
 
-The scripts that need nothing from a test start together, as the module's first test begins:
-each spends most of its time starting its servers one process after another, so side by side
-they take about the longest one's time, not the sum. Each test then waits for its own. The
-contention benchmark runs alone: its busy processes are the load it measures."""
+Each test runs its script alone, so pytest-xdist shares them out among its workers like any
+other tests: most of a script's time is its servers starting, one process after another."""
 
 from __future__ import annotations
 
@@ -14,32 +12,15 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
-import pytest
-from processes import Started, run_to_the_end
+from processes import run_to_the_end
 from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 from protocols.streaming.dialect_forms import dialect_names
 
-# One pytest-xdist worker runs the whole module: the scripts started side by side are started
-# once, not once in each worker that is handed one of their tests.
-pytestmark = pytest.mark.xdist_group("bench")
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SERVERS = ("bare relay", "toolcall-proxy")
-# The scripts started together, with their smallest sizes.
-SIDE_BY_SIDE = {
-    "versus_relay.py": (
-        *("--rounds", "1", "--repeat", "2", "--long-chunks", "10"),
-        *("--concurrent-requests", "64", "--concurrent-chunks", "5"),
-    ),
-    "workers_scaling.py": ("--rounds", "1", "--requests", "64", "--chunks", "5"),
-    "parsers.py": ("--quick",),
-    "response_store.py": ("--sizes", "1000", "--requests", "3"),
-    "schema_check.py": ("--rounds", "1"),
-}
 
 
 def command(script: str, *arguments: str) -> list[str]:
@@ -57,38 +38,31 @@ def run(script: str, *arguments: str) -> str:
     return output_of(run_to_the_end(command(script, *arguments)))
 
 
-@pytest.fixture(scope="module")
-def side_by_side() -> Iterator[dict[str, Started]]:
-    """The SIDE_BY_SIDE scripts, started at once; each stopped with all it started, at the
-    latest when the module's tests are done."""
-    with ExitStack() as stack:
-        yield {
-            script: stack.enter_context(Started(command(script, *arguments)))
-            for script, arguments in SIDE_BY_SIDE.items()
-        }
-
-
-def test_versus_relay_prints_every_row_and_counts_every_request(
-    side_by_side: dict[str, Started],
-) -> None:
-    out = output_of(side_by_side["versus_relay.py"].finish())
+def test_versus_relay_prints_every_row_and_counts_every_request() -> None:
+    out = run(
+        "versus_relay.py",
+        *("--rounds", "1", "--repeat", "2", "--long-chunks", "10"),
+        *("--concurrent-requests", "4", "--concurrency", "4", "--concurrent-chunks", "5"),
+    )
 
     # At these sizes a per-chunk difference may well come out negative: noise, not news.
     for row in ("server CPU per chunk", "time to first byte added", "non-stream added"):
         assert re.search(rf"^{row} .* -?[\d.]+x ", out, re.MULTILINE), out
+    assert re.search(r"^4 concurrent streams \(req/s\) ", out, re.MULTILINE), out
     assert "peak RSS (MB)" in out
     # 20 warm-up pairs; per round 2 first bytes, 2 short streams, 2 answers, 3 long streams,
-    # then 64 warm-up and 64 measured concurrent streams.
-    assert "proxy requests_total grew by 177 " in out
+    # then 4 warm-up and 4 measured concurrent streams.
+    assert "proxy requests_total grew by 57 " in out
 
 
-def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream(
-    side_by_side: dict[str, Started],
-) -> None:
-    out = output_of(side_by_side["workers_scaling.py"].finish())
+def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream() -> None:
+    out = run(
+        "workers_scaling.py",
+        *("--rounds", "1", "--requests", "4", "--concurrency", "4", "--chunks", "5"),
+    )
 
     counted = re.findall(r"^\s+([12]) .* (\d+) of (\d+)$", out, re.MULTILINE)
-    assert [(workers, sent) for workers, _, sent in counted] == [("1", "128"), ("2", "128")], out
+    assert [(workers, sent) for workers, _, sent in counted] == [("1", "8"), ("2", "8")], out
     assert all(got == sent for _, got, sent in counted), out
     assert re.search(r"^scaling 1 -> 2 workers: [\d.]+x", out, re.MULTILINE), out
 
@@ -106,10 +80,8 @@ def test_front_doors_prints_each_door_against_chat_and_counts_every_stream() -> 
     )
 
 
-def test_parser_benchmark_prints_every_protocol_and_the_stall_rows(
-    side_by_side: dict[str, Started],
-) -> None:
-    out = output_of(side_by_side["parsers.py"].finish())
+def test_parser_benchmark_prints_every_protocol_and_the_stall_rows() -> None:
+    out = run("parsers.py", "--quick")
 
     for protocol in ("json-mix", "morph-xml", "qwen3-coder"):
         assert re.search(rf"^{protocol}\s+prose, no calls\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE)
@@ -122,20 +94,16 @@ def test_parser_benchmark_prints_every_protocol_and_the_stall_rows(
             assert re.search(row, out, re.MULTILINE), (dialect, shape, out)
 
 
-def test_schema_check_benchmark_prints_each_tool_the_mean_and_the_hostile_schema(
-    side_by_side: dict[str, Started],
-) -> None:
-    out = output_of(side_by_side["schema_check.py"].finish())
+def test_schema_check_benchmark_prints_each_tool_the_mean_and_the_hostile_schema() -> None:
+    out = run("schema_check.py", "--rounds", "1")
 
     for tool in ("get_weather", "write_file", "bash", "memory", "mean"):
         assert re.search(rf"^{tool}\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE), out
     assert re.search(r"^hostile schema .*: \d+ ms$", out, re.MULTILINE), out
 
 
-def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes(
-    side_by_side: dict[str, Started],
-) -> None:
-    out = output_of(side_by_side["response_store.py"].finish())
+def test_response_store_benchmark_prints_both_backends_and_the_entry_sizes() -> None:
+    out = run("response_store.py", "--sizes", "1000", "--requests", "3")
 
     for backend in ("memory", "redis"):
         assert re.search(rf"^{backend}\s+1000(\s+-?[\d.]+){{5}}$", out, re.MULTILINE), out

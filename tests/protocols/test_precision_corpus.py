@@ -129,7 +129,7 @@ def _case_with_cuts(draw: st.DrawFn) -> tuple[Case, str, list[int]]:
     return case, protocol, cuts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(drawn=_case_with_cuts(), mode=st.sampled_from(MODES))
 def test_any_chunking_of_the_corpus_reads_it_alike(
     drawn: tuple[Case, str, list[int]], mode: ArgumentsMode

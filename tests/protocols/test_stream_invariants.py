@@ -238,7 +238,7 @@ def corpus_with_cuts(draw: st.DrawFn) -> tuple[str, str, list[int]]:
     return protocol, source, cuts
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(case=corpus_with_cuts(), mode=st.sampled_from(MODES))
 def test_random_chunking_gives_the_same_calls_and_text(
     case: tuple[str, str, list[int]], mode: ArgumentsMode
@@ -335,7 +335,7 @@ FRAGMENTS = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pieces=st.lists(st.sampled_from(FRAGMENTS), max_size=40),
     cuts=st.lists(st.integers(0, 400), max_size=10),
@@ -352,7 +352,7 @@ def test_text_built_from_tag_fragments_keeps_the_contract_for_any_chunking(
     assert chunked.signature() == run(protocol, source, mode=mode).signature()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     source=st.text(max_size=300),
     chunk=st.integers(1, 8),
@@ -386,7 +386,7 @@ CONFIGURE_PROPERTIES = next(tool for tool in TOOLS if tool.name == "configure").
 UNDECLARED_KEYS = st.text(max_size=8).filter(lambda key: key not in CONFIGURE_PROPERTIES)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     arguments=st.dictionaries(UNDECLARED_KEYS, JSON_VALUES, max_size=5),
     ascii_only=st.booleans(),
@@ -485,15 +485,15 @@ def test_unclosed_think_block_ends_with_an_empty_think_end(protocol: str, call: 
 
 
 def _big_call(protocol: str) -> tuple[str, dict[str, Any]]:
-    content = "".join(f'row {i}: a < b && "quoted" \\ é 😀\n' for i in range(7000))
-    assert len(content) > 200_000
+    content = "".join(f'row {i}: a < b && "quoted" \\ é 😀\n' for i in range(3500))
+    assert len(content) > 100_000
     arguments = {"path": "big.txt", "content": content}
     return get_protocol(protocol).render_call("write_file", arguments), arguments
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 @pytest.mark.parametrize("mode", MODES)
-def test_a_200kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: ArgumentsMode) -> None:
+def test_a_100kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: ArgumentsMode) -> None:
     source, arguments = _big_call(protocol)
     result = run(protocol, source, chunks=1, mode=mode)
     assert result.call_values == [("write_file", arguments)]
@@ -501,7 +501,7 @@ def test_a_200kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: Argu
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
-def test_a_200kb_string_argument_streams_in_many_fragments(protocol: str) -> None:
+def test_a_100kb_string_argument_streams_in_many_fragments(protocol: str) -> None:
     source, arguments = _big_call(protocol)
     result = run(protocol, source, chunks=997)
     assert result.call_values == [("write_file", arguments)]
@@ -513,30 +513,30 @@ def test_a_200kb_string_argument_streams_in_many_fragments(protocol: str) -> Non
 @pytest.mark.parametrize(
     ("protocol", "source"),
     [
-        pytest.param("json-mix", "<" * 100_000, id="json-mix-many-lt"),
-        pytest.param("json-mix", "<think>" + "x" * 100_000, id="json-mix-long-think"),
+        pytest.param("json-mix", "<" * 50_000, id="json-mix-many-lt"),
+        pytest.param("json-mix", "<think>" + "x" * 50_000, id="json-mix-long-think"),
         pytest.param(
             "json-mix",
-            '<tool_call>{"name": "get_time"} </' + "a" * 100_000,
+            '<tool_call>{"name": "get_time"} </' + "a" * 50_000,
             id="json-mix-open-close",
         ),
-        pytest.param("json-mix", "<tool_call>" + "no json " * 12_500, id="json-mix-long-bad-body"),
-        pytest.param("morph-xml", "<search " + "x" * 100_000, id="morph-xml-long-open-tag"),
+        pytest.param("json-mix", "<tool_call>" + "no json " * 6_250, id="json-mix-long-bad-body"),
+        pytest.param("morph-xml", "<search " + "x" * 50_000, id="morph-xml-long-open-tag"),
         pytest.param(
-            "morph-xml", "<write_file><content>" + "< " * 50_000, id="morph-xml-many-lt-in-value"
+            "morph-xml", "<write_file><content>" + "< " * 25_000, id="morph-xml-many-lt-in-value"
         ),
         pytest.param(
-            "morph-xml", "<configure><options>" + "<a>" * 30_000, id="morph-xml-deep-object"
+            "morph-xml", "<configure><options>" + "<a>" * 15_000, id="morph-xml-deep-object"
         ),
-        pytest.param("qwen3-coder", "<tool_call>" * 20_000, id="qwen3-coder-many-wrappers"),
-        pytest.param("qwen3-coder", "<function=" * 20_000, id="qwen3-coder-many-opens"),
+        pytest.param("qwen3-coder", "<tool_call>" * 10_000, id="qwen3-coder-many-wrappers"),
+        pytest.param("qwen3-coder", "<function=" * 10_000, id="qwen3-coder-many-opens"),
         pytest.param(
             "qwen3-coder",
-            "<function=write_file><parameter=content>" + "</param\n" * 20_000,
+            "<function=write_file><parameter=content>" + "</param\n" * 10_000,
             id="qwen3-coder-many-partial-ends",
         ),
         pytest.param(
-            "qwen3-coder", "<function=get_time></function>" + " " * 100_000, id="qwen3-coder-gap"
+            "qwen3-coder", "<function=get_time></function>" + " " * 50_000, id="qwen3-coder-gap"
         ),
     ],
 )

@@ -164,7 +164,7 @@ def test_each_call_gets_its_own_id() -> None:
     assert first.id != second.id
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     text=st.text(max_size=200)
     | st.lists(st.sampled_from(['{"name": ', '"get_weather"', "{", "}", "'", "[", ","])).map(

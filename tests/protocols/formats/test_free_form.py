@@ -42,7 +42,7 @@ def test_a_tool_without_a_grammar_takes_any_text() -> None:
     assert tool.parameters["required"] == ["input"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     text=st.one_of(st.just(PATCH_TEXT), st.text(max_size=80)),
     protocol=st.sampled_from(PROTOCOL_NAMES),

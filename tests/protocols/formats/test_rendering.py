@@ -156,7 +156,7 @@ def test_rendered_call_parses_back_to_the_same_arguments(
     _assert_round_trip(protocol, name, arguments)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(content=st.text(max_size=60), protocol=st.sampled_from(PROTOCOL_NAMES))
 def test_any_rendered_string_argument_parses_back(content: str, protocol: str) -> None:
     # The documented qwen3-coder limit: values are never escaped, so they cannot hold these.
@@ -238,7 +238,7 @@ _MALFORMED_SCHEMA = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(schema=_MALFORMED_SCHEMA, protocol=st.sampled_from(PROTOCOL_NAMES))
 def test_malformed_schemas_never_break_rendering_or_parsing(
     schema: dict[str, Any], protocol: str

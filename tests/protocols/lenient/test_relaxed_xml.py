@@ -271,7 +271,7 @@ def test_string_property_without_markup_or_edge_whitespace_is_byte_exact(content
     assert parse_xml_arguments(body, WRITE_FILE_SCHEMA)["content"] == content
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     text=st.text(alphabet=st.sampled_from("ab \t\r\n"), max_size=24),
     cuts=st.lists(st.integers(min_value=0, max_value=24), max_size=6),
