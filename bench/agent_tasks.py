@@ -4,12 +4,13 @@ tasks, each checked by a script, with the proxy in front of a model server that 
 only (`../shared/realmodel` or any OpenAI-compatible one). Per protocol it reports tasks
 passed, the model turns and tool calls each took, and every failure classed:
 
-  proxy   the proxy answered an error, or failed to read a call in a turn's text (a parse
+  proxy   the proxy failed a turn (a 500), or failed to read a call in a turn's text (a parse
           error record of a reading kind: malformed JSON or XML, arguments that do not fit,
           a spent budget or hold; a call of an undeclared tool, one cut off by the token
           limit or a result the model invented are the model's);
-  client  the agent failed without the model or the proxy failing a turn (it exited non-zero
-          or timed out with every turn answered and read);
+  client  the agent failed without the proxy failing a turn (it exited non-zero or timed out;
+          a request refused as too long for the model's context, or an upstream's 502 or
+          504, is no failure of the proxy's);
   model   every turn was read as written: the model's calls or words did not do the task.
 
 The evidence stays in the JSONL file: per turn, the model's whole text, the calls read in it
@@ -62,6 +63,7 @@ MODEL = "local-coder"
 CONTEXT_TOKENS = 8192
 MAX_OUTPUT_TOKENS = 1024
 PI_APIS = {"chat": "openai-completions", "messages": "anthropic-messages"}
+PROXY_FAILED = 500  # 502 and 504 say the upstream failed
 READING_FAILURES = {
     ErrorKind.MALFORMED_JSON,
     ErrorKind.MALFORMED_XML,
@@ -271,7 +273,7 @@ def _summary_sections(message: str) -> dict[str, list[str]]:
 def cause_of(passed: bool, turns: Sequence[Turn], exit_status: int | None) -> str | None:
     if passed:
         return None
-    if any(turn.status >= 400 or _reading_failures(turn) for turn in turns):
+    if any(turn.status == PROXY_FAILED or _reading_failures(turn) for turn in turns):
         return "proxy"
     if exit_status != 0 and turns:
         return "client"

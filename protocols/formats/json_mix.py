@@ -18,7 +18,7 @@ from ..streaming.commit_policy import ArgumentSender, CallContext, CallScanner
 from ..streaming.json_stream import JsonCallLexer
 from ..streaming.marker_scan import partial_token_start, unclosed_tag_start
 from ..streaming.tag_loop import TagStreamParser
-from .prompting import SeveralCalls, tools_prompt
+from .prompting import SeveralCalls, result_block, tools_prompt
 
 # Any closing tag: models sometimes end a call with the wrong one (`</tool_response>`).
 _CLOSING_TAG = re.compile(r"</[A-Za-z_][\w.:-]*\s*>")
@@ -74,8 +74,7 @@ class JsonMixProtocol(Protocol):
         return f"{self.call_start}\n{call}\n{self.call_end}"
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
-        result = _json_in_tags({"name": name, "tool_call_id": call_id, "content": content})
-        return f"{self.response_start}\n{result}\n{self.response_end}"
+        return result_block(self.response_start, self.response_end, name, call_id, content)
 
     def _new_parser(
         self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None

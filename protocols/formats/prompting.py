@@ -76,6 +76,15 @@ def tools_prompt(
     )
 
 
+def result_block(start: str, end: str, name: str, call_id: str, content: str) -> str:
+    """A tool's result as Qwen's chat template writes it: the content as it is, between the
+    result tags. The template gives it no attributes, so the call's name and id go on a
+    first line of their own. (A JSON object with the name beside the content reads like a
+    call: a 1.5B model copied it to make its next call, a call the parser rightly left in
+    the text.)"""
+    return f"{start}\nResult of {name} ({call_id}):\n{content}\n{end}"
+
+
 def tool_declarations(tools: Sequence[ToolSpec]) -> str:
     """One JSON object per line: name, description and the JSON-schema parameters."""
     return "\n".join(

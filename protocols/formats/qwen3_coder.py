@@ -35,7 +35,7 @@ from ..streaming.keyed_values import (
     unfinished_tag_start,
 )
 from ..streaming.tag_loop import TagStreamParser
-from .prompting import tools_prompt
+from .prompting import result_block, tools_prompt
 
 # The literal tags; none holds a regular-expression metacharacter, so patterns use them as is.
 CALL_START, CALL_END = "<tool_call>", "</tool_call>"
@@ -110,9 +110,7 @@ class QwenCoderProtocol(Protocol):
         return f"{CALL_START}\n{FUNCTION_START}{name}>\n{parameters}{FUNCTION_END}\n{CALL_END}"
 
     def render_result(self, name: str, call_id: str, content: str) -> str:
-        """The block Qwen's chat template writes. The template gives it no attributes, so
-        the call's name and id go on a first line of their own, before the content."""
-        return f"{RESPONSE_START}\nResult of {name} ({call_id}):\n{content}\n{RESPONSE_END}"
+        return result_block(RESPONSE_START, RESPONSE_END, name, call_id, content)
 
     def _new_parser(
         self, tools: Sequence[ToolSpec], options: ParserOptions, on_error: OnError | None

@@ -195,15 +195,17 @@ def test_render_result_names_the_tool_call_id_and_content(protocol: str) -> None
     "content",
     [
         pytest.param("sunny", id="plain"),
-        pytest.param('line 1\nline "2" \\ <b>', id="needs-escaping"),
+        pytest.param('{"port": 8123}\nline "2" \\ <b>', id="json-and-markup"),
     ],
 )
-def test_json_mix_result_is_a_tool_response_block_holding_the_content(content: str) -> None:
+def test_json_mix_result_is_the_content_as_it_is_after_a_line_naming_the_call(
+    content: str,
+) -> None:
+    # As Qwen's template writes a result: no JSON object around it, which read like a call
+    # (name beside the content) that a small model copied for its next one.
     text = get_protocol("json-mix").render_result("get_weather", "call_1", content)
-    assert text.startswith("<tool_response>")
-    assert text.endswith("</tool_response>")
-    inner = text.removeprefix("<tool_response>").removesuffix("</tool_response>")
-    assert content in json.loads(inner).values()
+
+    assert text == f"<tool_response>\nResult of get_weather (call_1):\n{content}\n</tool_response>"
 
 
 def test_tools_are_built_from_openai_tool_entries() -> None:
