@@ -216,7 +216,8 @@ def _body_regex(
     return "".join(parts)
 
 
-def _strings(value: Any, key: str) -> tuple[str, ...]:
+def strings_of(value: Any, key: str) -> tuple[str, ...]:
+    """A string, or a non-empty list of them, as a tuple; FormatError naming `key` else."""
     values = (value,) if isinstance(value, str) else value
     if not isinstance(values, list | tuple) or not values:
         raise FormatError(key, "must be a string or a non-empty list of strings")
@@ -267,17 +268,12 @@ class _Form:
                 "arguments", "is required: json, key-value, tagged-values, python or python-list"
             )
         arguments = _choice(self.get("arguments"), "arguments", Arguments)
-        return [self._form(template, arguments) for template in _strings(self.get("open"), "open")]
+        opens = strings_of(self.get("open"), "open")
+        return [self._form(template, arguments) for template in opens]
 
     def _form(self, template: str, arguments: Arguments) -> OpenForm:
-        tokens = _tokens(template, "open")
-        if not tokens or tokens[0].kind != "text":
-            raise FormatError("open", f"{template!r} must begin with text, its marker")
-        marker, rest = _marker(tokens[0].text)
-        pieces = [literal(rest)] if rest else []
-        pieces += _open_pieces(tokens[1:], "open")
+        marker, pieces, ends_in_text = _opening(template, "open")
         named = any(piece.names_tool for piece in pieces)
-        ends_in_text = bool(tokens[-1].kind == "text" and len(tokens) > 1)
         keyed = _choice(self.get("call_objects", "named"), "call_objects", CallObjects)
         if (
             arguments is Arguments.JSON
@@ -295,7 +291,7 @@ class _Form:
             pieces += self._followed(self._begins() or self._beginning(arguments, reading), pieces)
         if "close" not in self.entries:
             raise FormatError("close", "is required: what ends a call read whole")
-        ends = _strings(self.get("close"), "close")
+        ends = strings_of(self.get("close"), "close")
         end_optional = _flag(self.get("close_optional", False), "close_optional")
         return open_form(marker, pieces, _read_whole(ends, reading, end_optional))
 
@@ -310,7 +306,7 @@ class _Form:
         """What the format says its body begins with (`begins`), if it says."""
         if "begins" not in self.entries:
             return None
-        starts = _strings(self.get("begins"), "begins")
+        starts = strings_of(self.get("begins"), "begins")
         return "|".join(map(re.escape, starts)), starts
 
     def _beginning(self, arguments: Arguments, reading: CallReading) -> tuple[str, tuple[str, ...]]:
@@ -327,7 +323,7 @@ class _Form:
 
     def _json(self, named: bool) -> ScannerFactory:
         closers = [
-            _strings(self.get(key), key)
+            strings_of(self.get(key), key)
             for key in ("close", "section_close")
             if key in self.entries
         ]
@@ -372,6 +368,29 @@ class _Form:
             keyed=keyed,
             exact=True,
         )
+
+
+def _opening(template: str, key: str) -> tuple[str, list[Piece], bool]:
+    """An open tag's marker, the pieces after it, and whether it ends in text."""
+    tokens = _tokens(template, key)
+    if not tokens or tokens[0].kind != "text":
+        raise FormatError(key, f"{template!r} must begin with text, its marker")
+    marker, rest = _marker(tokens[0].text)
+    pieces = [literal(rest)] if rest else []
+    pieces += _open_pieces(tokens[1:], key)
+    return marker, pieces, bool(tokens[-1].kind == "text" and len(tokens) > 1)
+
+
+def template_form(
+    template: str, ends: tuple[str, ...], reading: CallReading, *, key: str
+) -> OpenForm:
+    """The form of calls that open with `template` (written as `open` is, the tool named in
+    it, text after the name), run to one of `ends` and are read whole by `reading`; a
+    problem with the template names `key`."""
+    marker, pieces, ends_in_text = _opening(template, key)
+    if not ends_in_text:
+        raise FormatError(key, f"{template!r} must end in text after the tool's name")
+    return open_form(marker, pieces, _read_whole(ends, reading, False))
 
 
 def _read_whole(ends: tuple[str, ...], reading: CallReading, end_optional: bool) -> ScannerFactory:
