@@ -317,6 +317,88 @@ DIALECT_FLOODS = {
         '<steptml:invoke name="read_file">\n',
         '<steptml:parameter name="path">',
     ),
+    "gigachat": (
+        '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="read_file">\n'
+        '<｜GCML｜parameter name="path" string="true">a.py</｜GCML｜parameter>\n'
+        "</｜GCML｜invoke>\n</｜GCML｜tool_calls>",
+        '<｜GCML｜tool_calls>\n<｜GCML｜invoke name="read_file">\n',
+        '<｜GCML｜parameter name="path" string="false">1</｜GCML｜parameter>\n',
+    ),
+    "k2-horizon": (
+        "<ifm|tool_calls><ifm|tool_call>read_file<ifm|arg_key>path</ifm|arg_key>"
+        "<ifm|arg_value>a.py</ifm|arg_value></ifm|tool_call></ifm|tool_calls>",
+        "<ifm|tool_calls><ifm|tool_call>read_file",
+        "<ifm|arg_key>path</ifm|arg_key><ifm|arg_value>a.py</ifm|arg_value>",
+    ),
+    "xingchen": (
+        "<tool_call>read_file<param_key>path</param_key><param_value>a.py</param_value>"
+        "</tool_call>",
+        "<tool_call>read_file<param_key>",
+        "<param_key>path</param_key><param_value>a.py</param_value>",
+    ),
+    "plamo": (
+        "<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+        "<|plamo:begin_tool_name:plamo|>read_file<|plamo:end_tool_name:plamo|>"
+        '<|plamo:begin_tool_arguments:plamo|>{"path": "a.py"}<|plamo:end_tool_arguments:plamo|>'
+        "<|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>",
+        "<|plamo:begin_tool_requests:plamo|>",
+        "<|plamo:begin_tool_request:plamo|>",
+    ),
+    "apertus": (
+        '<|tools_prefix|>[{"read_file": {"path": "a.py"}}]<|tools_suffix|>',
+        "<|tools_prefix|>[",
+        '{"read_file": {"path": "a.py"}}, ',
+    ),
+    "longcat": (
+        '<longcat_tool_call>{"name": "read_file", "arguments": {"path": "a.py"}}'
+        "</longcat_tool_call>",
+        "<longcat_tool_call>{",
+        '"path": "a.py", ',
+    ),
+    "dots": (
+        '<dots_function_call><invoke name="read_file"><parameter name="path">a.py</parameter>'
+        "</invoke></dots_function_call>",
+        '<dots_function_call><invoke name="read_file">',
+        '<parameter name="path">a.py</parameter>',
+    ),
+    "intern-s1": (
+        '<|action_start|><|plugin|>{"name": "read_file", "parameters": {"path": "a.py"}}'
+        "<|action_end|>",
+        "<|action_start|><|plugin|>{",
+        "<|plugin|>",
+    ),
+    "nemotron": (
+        '<TOOLCALL>[{"name": "read_file", "arguments": {"path": "a.py"}}]</TOOLCALL>',
+        "<TOOLCALL>[",
+        '{"name": "read_file", ',
+    ),
+    "sarashina": (
+        "<|tool_calls|>[{'name': 'read_file', 'arguments': {'path': 'a.py'}}]",
+        "<|tool_calls|>[",
+        "{'name': 'read_file', ",
+    ),
+    "minicpm4": (
+        '<function name="read_file"><param name="path">a.py</param></function>',
+        '<function name="read_file">',
+        '<param name="path">a.py</param>',
+    ),
+    "iquest": (
+        "<iquest_tool_call>read_file<arg_key>path</arg_key><arg_value>a.py</arg_value>"
+        "</iquest_tool_call>",
+        "<iquest_tool_call>read_file",
+        "<arg_key>path</arg_key><arg_value>a.py</arg_value>",
+    ),
+    "mirothinker": (
+        "<use_mcp_tool><server_name>files</server_name><tool_name>read_file</tool_name>"
+        '<arguments>{"path": "a.py"}</arguments></use_mcp_tool>',
+        "<use_mcp_tool><server_name>",
+        "<server_name>files</server_name>",
+    ),
+    "cwm": (
+        '<tool: function>\nread_file {"path": "a.py"}\n</tool>',
+        "<tool: function>\n",
+        "<tool: function>",
+    ),
 }
 
 

@@ -50,6 +50,7 @@ from .streaming.commit_policy import new_call_id
 from .streaming.described_format import FormatError, described_dialect
 from .streaming.dialect_forms import DIALECT_MODULES
 from .streaming.response_schema import schema_dialect
+from .streaming.response_template import template_dialect
 from .streaming.think_blocks import ThinkBlocks
 
 DIALECT_MODULES.importer = lambda: importlib.import_module(".dialects", __name__)
@@ -99,4 +100,5 @@ __all__ = [
     "render_forced_call_correction",
     "render_forced_call_prompt",
     "schema_dialect",
+    "template_dialect",
 ]

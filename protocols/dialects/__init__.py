@@ -5,6 +5,7 @@ claim the same text (where two begin with the same marker, what follows it tells
 so their order does not matter."""
 
 from . import (  # noqa: F401  (registers the dialects)
+    cwm,
     dsml,
     functionary,
     glm,

@@ -28,12 +28,13 @@ def calls_in_json(
     complete_only: bool,
     budget: RelaxedParseBudget,
     required_keys: frozenset[str] | None = None,
+    keyed: bool = False,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The calls `text` holds: one object, an array of them, or several objects in a row,
     maybe in a code fence. With `complete_only`, text that needs closing is rejected (the
     output was cut off, and a half-written call must not pass as a finished one). With
-    `required_keys`, an object holding none of them is no call. Every parse is charged to
-    `budget`."""
+    `required_keys`, an object holding none of them is no call; `keyed`, each object names its
+    tool by its one key (`keyed_call`). Every parse is charged to `budget`."""
     try:
         values = parse_json_values(
             strip_code_fence(text), complete_only=complete_only, budget=budget
@@ -47,7 +48,7 @@ def calls_in_json(
                 isinstance(item, dict) and required_keys & _openai_function(item).keys()
             ):
                 raise CallObjectError(f"a call object holds none of {sorted(required_keys)}")
-            calls.append(call_from_object(item, budget))
+            calls.append(keyed_call(item) if keyed else call_from_object(item, budget))
     if not calls:
         raise CallObjectError("no call in the body")
     return calls
@@ -93,3 +94,14 @@ def _is_object_schema(value: Any) -> bool:
         and value.get("type") == "object"
         and isinstance(value.get("properties"), dict)
     )
+
+
+def keyed_call(item: Any) -> tuple[str, dict[str, Any]]:
+    """(name, arguments) from an object that names its tool by its one key, the value its
+    arguments (`{"get_weather": {"city": "Paris"}}`, as Apertus writes them)."""
+    if not isinstance(item, dict) or len(item) != 1:
+        raise CallObjectError("a call must be an object of one key, the tool's name")
+    [(name, arguments)] = item.items()
+    if not isinstance(arguments, dict):
+        raise CallObjectError("arguments must be a JSON object")
+    return name, arguments

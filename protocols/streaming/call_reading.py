@@ -18,6 +18,8 @@ from ..lenient.call_objects import CallObjectError, calls_in_json
 from ..lenient.python_calls import pythonic_calls
 from ..lenient.relaxed_json import RelaxedJSONError, RelaxedParseBudget, parse_relaxed_json
 from ..lenient.tagged_values import json_or_text, tagged_object
+from ..lenient.xml_values import string_value
+from .dialect_forms import NAMESPACE_SEPARATOR
 
 
 class Arguments(StrEnum):
@@ -30,6 +32,13 @@ class Arguments(StrEnum):
     PYTHON_LIST = "python-list"  # one Python list of calls, or a JSON array of call objects
 
 
+class CallObjects(StrEnum):
+    """How JSON call objects name their tool."""
+
+    NAMED = "named"  # `{"name": ..., "arguments": ...}`, and the key names models use
+    KEYED = "keyed"  # by their one key, the value the arguments (`{"get_weather": {...}}`)
+
+
 class Value(StrEnum):
     """How a key-value pair's value is written."""
 
@@ -37,9 +46,17 @@ class Value(StrEnum):
     STRIPPED = "stripped"  # blanks around it dropped
     LINES = "lines"  # one line break after the open tag and one before the close dropped
     JSON = "json"  # JSON, or the text when it is none
+    XML = "xml"  # an element's text: CDATA that wraps it unwrapped, line breaks around it dropped
+
+
+# The types a key-value pair's `{type}` names that keep its value as text (DSML and GigaChat
+# write `string="true"`); any other reads it as JSON, or as text where it is none.
+TEXT_TYPES = frozenset({"string", "str", "text", "true"})
 
 
 def _value(raw: str, kind: Value, budget: RelaxedParseBudget) -> Any:
+    if kind is Value.XML:
+        return string_value(raw)
     if kind is Value.STRIPPED:
         return raw.strip()
     if kind is Value.LINES:
@@ -74,8 +91,14 @@ class CallReading:
     value: Value = Value.TEXT
     # The string delimiter of TAGGED_VALUES.
     quote: str = '"'
-    # A JSON array of call objects is read in the body too.
+    # JSON call objects are read in the body too: an array (or an object) for the whole body,
+    # or an object where a call would name its tool.
     json_calls: bool = False
+    # Call objects name their tool by their one key (`{"get_weather": {"city": "Paris"}}`).
+    keyed: bool = False
+    # The calls (and pairs) found are all the body (the call) holds, blanks aside: a format's
+    # templates say all it writes, where a schema's regexes only find what they look for.
+    exact: bool = False
 
     def read(self, body: str, tag_name: str, budget: RelaxedParseBudget) -> list[tuple[str, Any]]:
         """The calls `body` holds, given the tool its open tag names ("" when none does);
@@ -85,24 +108,26 @@ class CallReading:
         if self.arguments is Arguments.PYTHON_LIST and not body.lstrip("[ \t\r\n").startswith("{"):
             return pythonic_calls(body, budget, one_list=True)
         if self.arguments is Arguments.PYTHON_LIST or (
-            self.json_calls and body.lstrip().startswith("[")
+            self.json_calls and body.lstrip()[:1] in ("[", "{")
         ):
             return calls_in_json(body, complete_only=True, budget=budget)
         if self.calls is None:
             if not tag_name and self.name is None and self.arguments is Arguments.JSON:
-                return calls_in_json(body, complete_only=True, budget=budget)
+                return calls_in_json(body, complete_only=True, budget=budget, keyed=self.keyed)
             return [self._call(body, None, tag_name, budget)]
-        return [
-            self._call(found.group(), found, tag_name, budget)
-            for found in self.calls.finditer(body)
-        ]
+        found = list(self.calls.finditer(body))
+        if self.exact:
+            _only_blanks_between(body, found, "the calls")
+        return [self._call(call.group(), call, tag_name, budget) for call in found]
 
     def _call(
         self, text: str, found: re.Match[str] | None, tag_name: str, budget: RelaxedParseBudget
     ) -> tuple[str, Any]:
         name = tag_name
         if found is not None and "name" in found.re.groupindex:
-            name = found.group("name")
+            name = found.group("name") or ""
+            if "server" in found.re.groupindex and found.group("server"):
+                name = f"{found.group('server').strip()}{NAMESPACE_SEPARATOR}{name.strip()}"
         elif self.name is not None:
             named = self.name.search(text)
             if named is None:
@@ -113,17 +138,17 @@ class CallReading:
         elif self.arguments_at is not None:
             placed = self.arguments_at.search(text)
             text = "" if placed is None else _group(placed, "arguments") or ""
-        if not name and self.arguments is Arguments.JSON:
+        if not name and (self.arguments is Arguments.JSON or self.json_calls):
             return _one_call(calls_in_json(text, complete_only=True, budget=budget))
         return name.strip(), self._arguments(text, budget)
 
     def _arguments(self, text: str, budget: RelaxedParseBudget) -> dict[str, Any]:
         if self.arguments is Arguments.KEY_VALUE:
             assert self.pair is not None
-            return {
-                found.group("key").strip(): _value(found.group("value"), self.value, budget)
-                for found in self.pair.finditer(text)
-            }
+            pairs = list(self.pair.finditer(text))
+            if self.exact:
+                _only_blanks_between(text, pairs, "the arguments")
+            return {pair.group("key").strip(): self._pair_value(pair, budget) for pair in pairs}
         if self.arguments is Arguments.TAGGED_VALUES:
             return tagged_object(text.strip(), self.quote)
         if not text.strip():
@@ -135,6 +160,23 @@ class CallReading:
         if not isinstance(value, dict):
             raise CallObjectError("arguments must be a JSON object")
         return value
+
+    def _pair_value(self, pair: re.Match[str], budget: RelaxedParseBudget) -> Any:
+        typed = pair.group("type") if "type" in pair.re.groupindex else None
+        if typed is not None and typed.strip().lower() not in TEXT_TYPES:
+            return json_or_text(pair.group("value").strip(), budget)
+        return _value(pair.group("value"), self.value, budget)
+
+
+def _only_blanks_between(text: str, found: list[re.Match[str]], what: str) -> None:
+    """Raises CallObjectError where `text` holds more than blanks around the matches `found`:
+    a model that writes text among its calls or arguments wrote no call the format reads."""
+    at = 0
+    for match in [*found, None]:
+        end = len(text) if match is None else match.start()
+        if text[at:end].strip():
+            raise CallObjectError(f"text among {what}: {text[at:end].strip()[:40]!r}")
+        at = at if match is None else match.end()
 
 
 def _one_call(calls: list[tuple[str, dict[str, Any]]]) -> tuple[str, Any]:

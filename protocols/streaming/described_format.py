@@ -25,9 +25,12 @@ whose keys override the format's):
   optional. `section_close`: for JSON, the close of a section of calls that may follow.
   `close_optional`: the output's end may stand for a missing close.
 - `call`: where the open tag names no tool, one call of the section it opens, a template of
-  `{name}` and `{arguments}`; `key_value`: one argument, a template of `{key}` and
-  `{value}`; `value`: how a value is written (`call_reading.Value`); `quote`: the string
-  delimiter of tagged values; `json_calls`: a JSON array of call objects may stand there too.
+  `{name}` and `{arguments}` (and `{server}`, a namespace the tool may be declared under);
+  `key_value`: one argument, a template of `{key}` and `{value}` (and `{type}`, the value's
+  type as written); both may hold `{?text}`, and what they find must be all the text holds,
+  blanks aside. `value`: how a value is written (`call_reading.Value`); `quote`: the string
+  delimiter of tagged values; `json_calls`: JSON call objects may stand there too;
+  `call_objects`: how they name their tool (`call_reading.CallObjects`).
 - `begins`: what must follow the open tag (one of a list), where the arguments' kind says
   too little (`[` for a list where an object would be another format's).
 """
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..registry import register
-from .call_reading import Arguments, CallReading, Value
+from .call_reading import Arguments, CallObjects, CallReading, Value
 from .commit_policy import CallContext
 from .delimited_call import DelimitedBody, delimited
 from .dialect_forms import (
@@ -70,13 +73,19 @@ KEYS = frozenset(
         "value",
         "quote",
         "json_calls",
+        "call_objects",
         "begins",
         "forms",
     }
 )
-# The characters of a tool's name and of an argument's key inside a body.
-_BODY_NAME = rf"\s*(?P<name>[\w.\-/]{{1,{MAX_NAME_CHARS}}})\s*"
-_BODY_KEY = r"\s*(?P<key>[^<>\n\"]{1,128}?)\s*"
+# The characters of a tool's name (and of its namespace) and of an argument's key inside a
+# body, blanks around them dropped.
+_NAME_CHARS = rf"[\w.\-/]{{1,{MAX_NAME_CHARS}}}"
+_BODY_WORDS = {
+    "name": _NAME_CHARS,
+    "server": _NAME_CHARS,
+    "key": r"[^<>\n\"]{1,128}?",
+}
 _ID_CHARS = r"[\w\-]"
 # A template's pieces: a placeholder, an optional part's start or end, a line break with
 # the spaces around it, blanks, or text.
@@ -156,25 +165,19 @@ def _open_pieces(tokens: Sequence[_Token], key: str, *, inside: bool = False) ->
     return pieces
 
 
-def _body_pattern(template: str, key: str, groups: tuple[str, str]) -> re.Pattern[str]:
-    """A call's or an argument's template as a pattern with the two named `groups`."""
+def _body_pattern(
+    template: str,
+    key: str,
+    groups: tuple[str, str],
+    extras: tuple[str, ...] = (),
+    *,
+    objects: bool = False,
+) -> re.Pattern[str]:
+    """A call's or an argument's template as a pattern with the two named `groups`, and any
+    of the `extras` it holds; with `objects`, a JSON call object may stand where the name and
+    the arguments would (the name is then empty)."""
     tokens = _tokens(template, key)
-    parts = []
-    for at, token in enumerate(tokens):
-        if token.kind == "text":
-            parts.append(re.escape(token.text))
-        elif token.kind in ("blank", "line"):
-            parts.append(r"\s*")
-        elif token.kind in groups and token.kind in ("name", "key"):
-            parts.append(_BODY_NAME if token.kind == "name" else _BODY_KEY)
-        elif token.kind in groups:  # arguments or value: to the text after it, or the end
-            last = at == len(tokens) - 1
-            if last and token.kind == "value":
-                raise FormatError(key, "{value} must be followed by the text that ends it")
-            parts.append(f"(?P<{token.kind}>.*)" if last else f"(?P<{token.kind}>.*?)")
-        else:
-            raise FormatError(key, f"{{{token.kind}}} is no placeholder here")
-    pattern = re.compile("".join(parts), re.DOTALL)
+    pattern = re.compile(_body_regex(tokens, key, groups, extras, objects), re.DOTALL)
     missing = [group for group in groups if group not in pattern.groupindex]
     if missing or len(pattern.groupindex) != len(set(pattern.groupindex)):
         raise FormatError(key, f"must hold {{{groups[0]}}} and {{{groups[1]}}} once each")
@@ -183,7 +186,38 @@ def _body_pattern(template: str, key: str, groups: tuple[str, str]) -> re.Patter
     return pattern
 
 
-def _strings(value: Any, key: str) -> tuple[str, ...]:
+def _body_regex(
+    tokens: Sequence[_Token],
+    key: str,
+    groups: tuple[str, str],
+    extras: tuple[str, ...],
+    objects: bool = False,
+) -> str:
+    parts = []
+    for at, token in enumerate(tokens):
+        if token.kind == "text":
+            parts.append(re.escape(token.text))
+        elif token.kind in ("blank", "line"):
+            parts.append(r"\s*")
+        elif token.kind == "optional":
+            parts.append(f"(?:{_body_regex(token.inner, key, groups, extras)})?")
+        elif token.kind in _BODY_WORDS and token.kind in (*groups, *extras):
+            word = rf"\s*(?P<{token.kind}>{_BODY_WORDS[token.kind]})\s*"
+            parts.append(rf"(?:{word}|\s*(?=\{{))" if objects and token.kind == "name" else word)
+        elif token.kind in (*groups, *extras):  # to the text after it, or the end
+            last = at == len(tokens) - 1
+            if last and token.kind in ("value", "type"):
+                raise FormatError(
+                    key, f"{{{token.kind}}} must be followed by the text that ends it"
+                )
+            parts.append(f"(?P<{token.kind}>.*)" if last else f"(?P<{token.kind}>.*?)")
+        else:
+            raise FormatError(key, f"{{{token.kind}}} is no placeholder here")
+    return "".join(parts)
+
+
+def strings_of(value: Any, key: str) -> tuple[str, ...]:
+    """A string, or a non-empty list of them, as a tuple; FormatError naming `key` else."""
     values = (value,) if isinstance(value, str) else value
     if not isinstance(values, list | tuple) or not values:
         raise FormatError(key, "must be a string or a non-empty list of strings")
@@ -192,7 +226,7 @@ def _strings(value: Any, key: str) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _choice(value: Any, key: str, kinds: type[Arguments] | type[Value]) -> Any:
+def _choice(value: Any, key: str, kinds: type[Arguments] | type[Value] | type[CallObjects]) -> Any:
     names = [kind.value for kind in kinds]
     if value not in names:
         raise FormatError(key, f"{value!r} is none of {', '.join(names)}")
@@ -234,30 +268,30 @@ class _Form:
                 "arguments", "is required: json, key-value, tagged-values, python or python-list"
             )
         arguments = _choice(self.get("arguments"), "arguments", Arguments)
-        return [self._form(template, arguments) for template in _strings(self.get("open"), "open")]
+        opens = strings_of(self.get("open"), "open")
+        return [self._form(template, arguments) for template in opens]
 
     def _form(self, template: str, arguments: Arguments) -> OpenForm:
-        tokens = _tokens(template, "open")
-        if not tokens or tokens[0].kind != "text":
-            raise FormatError("open", f"{template!r} must begin with text, its marker")
-        marker, rest = _marker(tokens[0].text)
-        pieces = [literal(rest)] if rest else []
-        pieces += _open_pieces(tokens[1:], "open")
+        marker, pieces, ends_in_text = _opening(template, "open")
         named = any(piece.names_tool for piece in pieces)
-        ends_in_text = bool(tokens[-1].kind == "text" and len(tokens) > 1)
-        if arguments is Arguments.JSON and "call" not in self.entries:
+        keyed = _choice(self.get("call_objects", "named"), "call_objects", CallObjects)
+        if (
+            arguments is Arguments.JSON
+            and "call" not in self.entries
+            and keyed is CallObjects.NAMED
+        ):
             if not (named and ends_in_text) or "begins" in self.entries:
                 beginning = _JSON_ARGUMENTS if named else _JSON_CALLS
                 pieces += self._followed(self._begins() or beginning, pieces)
             return open_form(marker, pieces, self._json(named))
         if named and not ends_in_text and "begins" not in self.entries:
             raise FormatError("open", f"{template!r} must end in text after the tool's name")
-        reading = self._reading(arguments, named)
+        reading = self._reading(arguments, named, keyed is CallObjects.KEYED)
         if "begins" in self.entries or (not named and arguments is not Arguments.PYTHON):
             pieces += self._followed(self._begins() or self._beginning(arguments, reading), pieces)
         if "close" not in self.entries:
             raise FormatError("close", "is required: what ends a call read whole")
-        ends = _strings(self.get("close"), "close")
+        ends = strings_of(self.get("close"), "close")
         end_optional = _flag(self.get("close_optional", False), "close_optional")
         return open_form(marker, pieces, _read_whole(ends, reading, end_optional))
 
@@ -272,22 +306,24 @@ class _Form:
         """What the format says its body begins with (`begins`), if it says."""
         if "begins" not in self.entries:
             return None
-        starts = _strings(self.get("begins"), "begins")
+        starts = strings_of(self.get("begins"), "begins")
         return "|".join(map(re.escape, starts)), starts
 
     def _beginning(self, arguments: Arguments, reading: CallReading) -> tuple[str, tuple[str, ...]]:
         if arguments is Arguments.PYTHON_LIST:
             return _LIST
+        if reading.keyed:
+            return _JSON_CALLS
         if reading.calls is None:
             raise FormatError("call", "is required where the open tag names no tool")
         starts = [_lead(self.get("call"))]
         if reading.json_calls:
-            starts.append("[")
+            starts += ["[", "{"]
         return "|".join(map(re.escape, starts)), tuple(starts)
 
     def _json(self, named: bool) -> ScannerFactory:
         closers = [
-            _strings(self.get(key), key)
+            strings_of(self.get(key), key)
             for key in ("close", "section_close")
             if key in self.entries
         ]
@@ -298,7 +334,7 @@ class _Form:
 
         return scanner
 
-    def _reading(self, arguments: Arguments, named: bool) -> CallReading:
+    def _reading(self, arguments: Arguments, named: bool, keyed: bool) -> CallReading:
         calls = None
         if "call" in self.entries:
             if named:
@@ -306,13 +342,19 @@ class _Form:
             call = self.get("call")
             if not isinstance(call, str):
                 raise FormatError("call", "must be a string")
-            calls = _body_pattern(call, "call", ("name", "arguments"))
+            calls = _body_pattern(
+                call,
+                "call",
+                ("name", "arguments"),
+                ("server",),
+                objects=_flag(self.get("json_calls", False), "json_calls"),
+            )
         pair = None
         if arguments is Arguments.KEY_VALUE:
             key_value = self.get("key_value")
             if not isinstance(key_value, str):
                 raise FormatError("key_value", "is required for key-value arguments: a string")
-            pair = _body_pattern(key_value, "key_value", ("key", "value"))
+            pair = _body_pattern(key_value, "key_value", ("key", "value"), ("type",))
         quote = self.get("quote", '"')
         if not isinstance(quote, str) or not quote:
             raise FormatError("quote", "must be a non-empty string")
@@ -323,7 +365,32 @@ class _Form:
             value=_choice(self.get("value", "text"), "value", Value),
             quote=quote,
             json_calls=_flag(self.get("json_calls", False), "json_calls"),
+            keyed=keyed,
+            exact=True,
         )
+
+
+def _opening(template: str, key: str) -> tuple[str, list[Piece], bool]:
+    """An open tag's marker, the pieces after it, and whether it ends in text."""
+    tokens = _tokens(template, key)
+    if not tokens or tokens[0].kind != "text":
+        raise FormatError(key, f"{template!r} must begin with text, its marker")
+    marker, rest = _marker(tokens[0].text)
+    pieces = [literal(rest)] if rest else []
+    pieces += _open_pieces(tokens[1:], key)
+    return marker, pieces, bool(tokens[-1].kind == "text" and len(tokens) > 1)
+
+
+def template_form(
+    template: str, ends: tuple[str, ...], reading: CallReading, *, key: str
+) -> OpenForm:
+    """The form of calls that open with `template` (written as `open` is, the tool named in
+    it, text after the name), run to one of `ends` and are read whole by `reading`; a
+    problem with the template names `key`."""
+    marker, pieces, ends_in_text = _opening(template, key)
+    if not ends_in_text:
+        raise FormatError(key, f"{template!r} must end in text after the tool's name")
+    return open_form(marker, pieces, _read_whole(ends, reading, False))
 
 
 def _read_whole(ends: tuple[str, ...], reading: CallReading, end_optional: bool) -> ScannerFactory:

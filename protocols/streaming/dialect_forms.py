@@ -27,6 +27,8 @@ from .trie_pattern import names_pattern
 
 # A name written with the namespace OpenAI's formats put tools in (`functions.get_weather`).
 NAMESPACE = "functions."
+# Between a namespace and a tool's name, as MCP clients name their tools (`server__tool`).
+NAMESPACE_SEPARATOR = "__"
 # An open tag still being written that has grown longer than this is prose, not a tag.
 MAX_DIALECT_OPEN_CHARS = 512
 
@@ -119,10 +121,17 @@ def own_dialects(options: ParserOptions) -> tuple[type[Dialect], ...]:
 
 def resolve_tool_name(written: str, declared: Collection[str]) -> str | None:
     """The declared tool a dialect's call names: as written, or without the `functions.`
-    namespace or any other dotted prefix (Kimi writes `functions.get_weather:0`). With
+    namespace or any other dotted prefix (Kimi writes `functions.get_weather:0`), or any
+    namespace before `__` (`server__tool`, as MCP clients name their tools). With
     `DeclaredTools`, another spelling of a declared name counts too (`tool_names`): the
     name is returned as written, and the call made under the declared one says so."""
-    for candidate in (written, written.removeprefix(NAMESPACE), written.rpartition(".")[2]):
+    candidates = (
+        written,
+        written.removeprefix(NAMESPACE),
+        written.rpartition(".")[2],
+        written.rpartition(NAMESPACE_SEPARATOR)[2],
+    )
+    for candidate in candidates:
         if candidate in declared:
             return candidate
     return None
@@ -154,10 +163,24 @@ class DialectSearch:
         self._forms_at = {
             marker: [form for form in forms if marker.startswith(form.marker)] for marker in markers
         }
+        # The longer markers each marker begins (`<function` of `<function_calls>`): where the
+        # shorter is found at the end of the text, the longer may still be being written.
+        self._longer = {
+            marker: [other for other in markers if other != marker and other.startswith(marker)]
+            for marker in markers
+        }
         # Where a marker is found, whether any of its forms may open there: one match.
         self._viable_at = {
             marker: re.compile(
-                "|".join(f"(?:{re.escape(form.marker)}{form.next})" for form in forms_here)
+                "|".join(
+                    [
+                        *(f"(?:{re.escape(form.marker)}{form.next})" for form in forms_here),
+                        *(
+                            rf"(?:{re.escape(marker)}(?:{prefixes(longer[len(marker) :])})\Z)"
+                            for longer in self._longer[marker]
+                        ),
+                    ]
+                )
             )
             for marker, forms_here in self._forms_at.items()
         }
@@ -224,7 +247,14 @@ class DialectSearch:
         return None, unfinished, len(text) if ruled_out == -1 else ruled_out, len(text)
 
     def _unfinished_at(self, text: str, start: int, marker: str, tools: DeclaredTools) -> bool:
-        """Whether a tag of one of the marker's forms is being written from `start`."""
+        """Whether a tag of one of the marker's forms, or a longer marker, is being written
+        from `start`."""
+        rest = len(text) - start
+        if any(
+            rest < len(longer) and text.startswith(longer[:rest], start)
+            for longer in self._longer[marker]
+        ):
+            return True
         for form in self._forms_at[marker]:
             head = form.head.fullmatch(text, start)
             if head is not None:

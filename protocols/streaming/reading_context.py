@@ -49,7 +49,7 @@ _PRESENTING = re.compile(
     r"|\bsuch as\b|\b(?:syntax|format|template) (?:is|looks|would be)\b"
     r"|\bexamples?(?: (?:calls?|usage|request))?\s*:"
     r"|\b(?:here(?:'s| is| are)|as|see) (?:an |the |some )?examples?\b"
-    r"|^\W*examples?\W*$",
+    r"|^\W*(?:examples?|usage)\W*$",
     re.IGNORECASE,
 )
 # Words with which the model announces its own action ("Let me read it:", "When it comes

@@ -24,12 +24,12 @@ _UNESCAPED = {"n": "\n", "t": "\t", "r": "\r"}
 _SPECIAL = set(".^$*+?{}[]|()")
 # What may hold a call's text between its open and close: anything, as little as needed.
 _LAZY_ANYTHING = (".*?", ".+?", r"[\s\S]*?", r"[\s\S]+?")
-_BLANKS = (r"\s*", r"\s+", r"\n?", r"\n*")
+BLANK_PATTERNS = (r"\s*", r"\s+", r"\n?", r"\n*")
 # Gemma 4's value syntax (`{key:<|"|>text<|"|>,n:3}`), as its schema names it.
 _TAGGED_PARSERS = {"gemma4-tool-call": '<|"|>'}
 
 
-def _literal(regex: str, at: int) -> tuple[str, int]:
+def literal_prefix(regex: str, at: int) -> tuple[str, int]:
     """The literal text a regex spells from `at`, and where that ends."""
     text = []
     while at < len(regex):
@@ -59,10 +59,10 @@ def delimiters(regex: str, key: str) -> tuple[str, str, bool]:
     """The literal open and close of a regex that finds one call, `OPEN(.*?)CLOSE`, and
     whether the output's end may stand for the close (`(?:CLOSE|$)`); FormatError (naming
     `key`) where the regex is not of that shape."""
-    opening, at = _literal(regex, 0)
+    opening, at = literal_prefix(regex, 0)
     if not opening:
         raise FormatError(key, "a call must open with literal text, for a stream to find it")
-    at = _skip(regex, at, _BLANKS)
+    at = _skip(regex, at, BLANK_PATTERNS)
     group = re.match(r"\((?:\?P<\w+>)?", regex[at:])
     body = next(
         (lazy for lazy in _LAZY_ANYTHING if group and regex.startswith(lazy, at + group.end())),
@@ -73,11 +73,11 @@ def delimiters(regex: str, key: str) -> tuple[str, str, bool]:
             key,
             f"after {opening!r} the call must be one group of anything, as little as needed (.*?)",
         )
-    at = _skip(regex, at + group.end() + len(body) + 1, _BLANKS)
-    closing, at = _literal(regex, at)
+    at = _skip(regex, at + group.end() + len(body) + 1, BLANK_PATTERNS)
+    closing, at = literal_prefix(regex, at)
     optional = False
     if not closing and regex.startswith("(?:", at):
-        closing, at = _literal(regex, at + 3)
+        closing, at = literal_prefix(regex, at + 3)
         optional = regex.startswith("|$)", at)
         at += 3 if optional else 0
     if not closing or at != len(regex):

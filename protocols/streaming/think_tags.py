@@ -14,11 +14,15 @@ import re
 from .call_hold import MAX_HELD_CHARS
 
 # Each open tag with the one close tag that ends its block: `<think>` (DeepSeek-R1, Qwen3
-# and most), Seed-OSS's `<seed:think>` and Kimi K3's think channel.
+# and most), Seed-OSS's `<seed:think>`, Kimi K3's think channel and K2 Horizon's three
+# (SGLang `k2_v3`).
 THINK_TAGS: dict[str, str] = {
     "<think>": "</think>",
     "<seed:think>": "</seed:think>",
     "<|open|>think<|sep|>": "<|close|>think<|sep|>",
+    "<ifm|think>": "</ifm|think>",
+    "<ifm|think_fast>": "</ifm|think_fast>",
+    "<ifm|think_faster>": "</ifm|think_faster>",
 }
 THINK_OPEN = re.compile("|".join(map(re.escape, THINK_TAGS)))
 _LONGEST_THINK_OPEN = max(map(len, THINK_TAGS))

@@ -12,12 +12,13 @@ protocol and its API key, loaded from a TOML or JSON routes file.
     single_call = true                  # default: SINGLE_CALL
     aliases = ["claude-coder"]          # more names it answers to, listed in /v1/models
     response_schema = "tokenizer_config.json"  # the model's call format, from its schema
+    response_template = "tokenizer_config.json"  # or from its response template
     format = {open = "<call {name}>", arguments = "json", close = "</call>"}  # or written here
 
-A route's `format` (a call format described as data, `protocols.described_dialect`) and
-`response_schema` (a path, from the routes file's folder, to the model's
-`tokenizer_config.json` or a JSON schema, or the schema as a table) are read by that route's
-parsers beside the dialects every route reads.
+A route's `format` (a call format described as data, `protocols.described_dialect`),
+`response_schema` and `response_template` (each a path, from the routes file's folder, to the
+model's `tokenizer_config.json` or a JSON file of its own, or given as a table) are read by
+that route's parsers beside the dialects every route reads.
 
 A route without `api_key_env` gets UPSTREAM_API_KEY only when its base_url has the default
 upstream's origin (scheme, host and port): that key is never sent to another server.
@@ -48,6 +49,7 @@ from protocols import (
     get_protocol,
     protocol_names,
     schema_dialect,
+    template_dialect,
 )
 
 from ..settings import unknown_protocol, upstream_url_problem
@@ -65,6 +67,7 @@ ROUTE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "aliases": list,
     "format": dict,
     "response_schema": (str, dict),
+    "response_template": (str, dict),
 }
 # How a field's type is said in an error.
 TYPE_NAMES: dict[type | tuple[type, ...], str] = {
@@ -202,25 +205,30 @@ def _dialects(name: str, entry: dict[str, Any], folder: Path) -> tuple[type, ...
             dialects.append(described_dialect(name, entry["format"]))
         except FormatError as error:
             raise RoutesFileError(f"route {name!r}: format.{error}") from None
-    if "response_schema" in entry:
-        try:  # its keys are named from response_schema on
-            dialects.append(schema_dialect(name, _schema(entry["response_schema"], folder)))
-        except FormatError as error:
-            raise RoutesFileError(f"route {name!r}: {error}") from None
+    for key, dialect in (
+        ("response_schema", schema_dialect),
+        ("response_template", template_dialect),
+    ):
+        if key in entry:
+            try:  # its keys are named from the key on
+                dialects.append(dialect(name, _document(key, entry[key], folder)))
+            except FormatError as error:
+                raise RoutesFileError(f"route {name!r}: {error}") from None
     return tuple(dialects)
 
 
-def _schema(value: str | dict[str, Any], folder: Path) -> dict[str, Any]:
-    """A response_schema given inline, or the JSON file (a tokenizer_config.json) it names."""
+def _document(key: str, value: str | dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A response_schema or response_template given inline, or the JSON file (a
+    tokenizer_config.json) it names."""
     if isinstance(value, dict):
-        return {"response_schema": value}
+        return {key: value}
     path = folder / value
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise FormatError("response_schema", f"{str(path)!r} cannot be read: {exc}") from None
+        raise FormatError(key, f"{str(path)!r} cannot be read: {exc}") from None
     if not isinstance(document, dict):
-        raise FormatError("response_schema", f"{str(path)!r} holds no JSON object")
+        raise FormatError(key, f"{str(path)!r} holds no JSON object")
     return document
 
 

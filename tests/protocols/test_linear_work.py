@@ -24,7 +24,13 @@ from corpus_cases import Case, corpus
 from parser_harness import PROTOCOL_NAMES, TOOLS
 
 import protocols
-from protocols import ParserOptions, described_dialect, get_protocol, schema_dialect
+from protocols import (
+    ParserOptions,
+    described_dialect,
+    get_protocol,
+    schema_dialect,
+    template_dialect,
+)
 from protocols.streaming.dialect_forms import Dialect, dialect_names
 from protocols.streaming.think_tags import THINK_TAGS
 
@@ -39,20 +45,29 @@ SMALL_FLOOD_CHARS = 2_000
 _TAG = re.compile(r"<[^<>\n]{1,48}>|\[[A-Z_]{3,20}\]|<｜[^｜]{1,32}｜>|\{")
 DIALECTS = Path(__file__).parent / "dialects"
 CASES = corpus(DIALECTS / "dialect_corpus")
-# Formats given as data to a route (`described_format`, `response_schema`): their corpora,
+# Formats given as data to a route (`described_format`, `response_schema`,
+# `response_template`): their corpora,
 # and the dialects they are read with.
-DESCRIBED = {
-    name: described_dialect(name, description)
-    for name, description in tomllib.loads(
-        (DIALECTS / "described_corpus" / "formats.toml").read_text("utf-8")
-    )["formats"].items()
-} | {
-    path.stem: schema_dialect(path.stem, json.loads(path.read_text("utf-8")))
-    for path in (DIALECTS / "schema_corpus").glob("*.json")
-}
+DESCRIBED = (
+    {
+        name: described_dialect(name, description)
+        for name, description in tomllib.loads(
+            (DIALECTS / "described_corpus" / "formats.toml").read_text("utf-8")
+        )["formats"].items()
+    }
+    | {
+        path.stem: schema_dialect(path.stem, json.loads(path.read_text("utf-8")))
+        for path in (DIALECTS / "schema_corpus").glob("*.json")
+    }
+    | {
+        path.stem: template_dialect(path.stem, json.loads(path.read_text("utf-8")))
+        for path in (DIALECTS / "template_corpus").glob("*.json")
+    }
+)
 DESCRIBED_CASES = [
     *corpus(DIALECTS / "described_corpus"),
     *corpus(DIALECTS / "schema_corpus"),
+    *corpus(DIALECTS / "template_corpus"),
 ]
 
 

@@ -394,3 +394,25 @@ def test_a_route_whose_call_format_cannot_be_read_stops_the_command(tmp_path: Pa
         f"  ROUTES_FILE={str(routes)!r}: route 'mine': format.open: '{{name}}>' must begin "
         "with text, its marker (flag --routes)",
     ]
+
+
+def test_a_route_whose_response_template_cannot_be_streamed_stops_the_command(
+    tmp_path: Path,
+) -> None:
+    # gpt-oss's: what stands between the tool's name and the message is a pattern, not text.
+    tool_calls = {"open_pattern": r"to=(?P<name>\w+).*?<m>", "close": "<c>", "content": "json"}
+    config = {"response_template": {"fields": {"tool_calls": tool_calls}}}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    routes = tmp_path / "routes.toml"
+    routes.write_text('[routes.mine]\nresponse_template = "tokenizer_config.json"\n')
+    env = command_environment(LOG_FORMAT="text")
+
+    result = refused_command(env, "--upstream", "http://127.0.0.1:8001/v1", "--routes", str(routes))
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "toolcall-proxy: bad configuration:",
+        f"  ROUTES_FILE={str(routes)!r}: route 'mine': response_template.fields.tool_calls."
+        "open_pattern: at '.*?<m>': a stream finds an open tag of literal text, blanks (\\s*) and"
+        " one (?P<name>...) group, nothing else (flag --routes)",
+    ]

@@ -1,7 +1,7 @@
-"""A model's call format given only as data, with no code: a route's `response_schema` (the
-model's tokenizer_config.json) and a `format` written in the routes file are read at every
-front door, streamed and whole, over real HTTP; the routes that do not name them keep their
-text as text."""
+"""A model's call format given only as data, with no code: a route's `response_schema` and
+`response_template` (the model's tokenizer_config.json) and a `format` written in the routes
+file are read at every front door, streamed and whole, over real HTTP; the routes that do not
+name them keep their text as text."""
 
 from __future__ import annotations
 
@@ -54,10 +54,32 @@ TOKENIZER_CONFIG = {
         },
     },
 }
+# A checkpoint whose response template says how it writes calls: the tool named in the open
+# tag, its arguments tagged pairs.
+TEMPLATE_CONFIG = {
+    "response_template": {
+        "start_anchor": "<|assistant|>",
+        "fields": {
+            "thinking": {"open": "<think>", "close": "</think>", "content": "text"},
+            "tool_calls": {
+                "open_pattern": r"<\|do\|>(?P<name>\w+):",
+                "close": "<|/do|>",
+                "repeats": True,
+                "content": "xml-inline",
+                "content_args": {"tag_pattern": r"<(?P<key>\w+)>(?P<value>[^<]*)</(?P=key)>"},
+                "transform": {"function": {"name": "{name}", "arguments": "{content}"}},
+            },
+        },
+    }
+}
 ROUTES = """
 [routes.schema-model]
 model = "test-model"
 response_schema = "tokenizer_config.json"
+
+[routes.template-model]
+model = "test-model"
+response_template = "template/tokenizer_config.json"
 
 [routes.own-model]
 model = "test-model"
@@ -65,6 +87,7 @@ format = { open = "@@call {name}\\n", arguments = "json", close = "@@end" }
 """
 SAID = {
     "schema-model": "Checking.\n<|act|>get_weather <city=Paris><|/act|>",
+    "template-model": "Checking.\n<|do|>get_weather:<city>Paris</city><|/do|>",
     "own-model": 'Checking.\n@@call get_weather\n{"city": "Paris"}\n@@end',
 }
 
@@ -102,6 +125,8 @@ DOORS: dict[str, Callable[[Proxy, bool, str], Answered]] = {
 @pytest.fixture
 def proxy(start_proxy: StartProxy, tmp_path: Path) -> Proxy:
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(TOKENIZER_CONFIG))
+    (tmp_path / "template").mkdir()
+    (tmp_path / "template" / "tokenizer_config.json").write_text(json.dumps(TEMPLATE_CONFIG))
     routes = tmp_path / "routes.toml"
     routes.write_text(ROUTES)
     return start_proxy(routes_file=str(routes))
@@ -119,15 +144,16 @@ def test_a_format_given_as_data_is_read_at_every_door(
     assert (text.strip(), calls) == ("Checking.", [PARIS_WEATHER])
 
 
+@pytest.mark.parametrize("model", ["schema-model", "template-model"])
 @pytest.mark.parametrize("door", DOORS)
 def test_a_route_that_names_no_format_keeps_it_as_text(
-    upstream: ScriptedUpstream, proxy: Proxy, door: str, stream: bool
+    upstream: ScriptedUpstream, proxy: Proxy, door: str, stream: bool, model: str
 ) -> None:
-    upstream.script(Reply(SAID["schema-model"]))
+    upstream.script(Reply(SAID[model]))
 
     text, calls = DOORS[door](proxy, stream, "test-model")
 
-    assert (text, calls) == (SAID["schema-model"], [])
+    assert (text, calls) == (SAID[model], [])
 
 
 def _pieces(text: str) -> list[str]:

@@ -76,6 +76,16 @@ def test_a_route_says_what_its_upstream_does_and_takes_the_rest_from_the_default
             "must open with literal text",
             id="schema-unstreamable",
         ),
+        pytest.param(
+            'response_template = "missing.json"',
+            r"route 'odd': response_template: '.*missing\.json' cannot be read",
+            id="template-file",
+        ),
+        pytest.param(
+            'response_template = {fields = {tool_calls = {open = "<c>", content = "json"}}}',
+            r"route 'odd': response_template\.fields\.tool_calls: has no close",
+            id="template-unstreamable",
+        ),
         pytest.param("format = 3", "format must be a table", id="format-type"),
         pytest.param(
             'modle = "x"',
