@@ -68,6 +68,14 @@ def strace_works() -> bool:
 
 
 @pytest.mark.parametrize("protocol", ["json-mix", "morph-xml"])
+def work_and_home(tmp_path: Path) -> tuple[Path, Path]:
+    """Claude Code's working directory and its own home, both empty."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    return work, home
+
+
 def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     claude_installed: None,
     upstream: ScriptedUpstream,
@@ -76,9 +84,7 @@ def test_claude_code_creates_a_file_and_reads_it_back_through_the_proxy(
     tmp_path: Path,
     protocol: str,
 ) -> None:
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
+    work, home = work_and_home(tmp_path)
     target = work / "hello.txt"
     proxy = start_proxy(tool_protocol=protocol)
     documented = documented_environment()
@@ -146,9 +152,7 @@ def test_claude_code_discovers_the_models_and_uses_a_routed_alias(
     """With gateway model discovery on, Claude Code lists the proxy's models (Anthropic's
     shape, which keeps only `claude…` ids), and a route's `claude-…` alias reaches the local
     model the route names."""
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
+    work, home = work_and_home(tmp_path)
     routes = tmp_path / "routes.toml"
     routes.write_text('[routes.qwen-coder]\naliases = ["claude-local-coder"]\n')
     proxy = start_proxy(routes_file=routes)
@@ -182,9 +186,7 @@ def test_claude_code_asks_again_with_fewer_tokens_when_the_upstream_context_is_t
     """vLLM refuses a prompt plus `max_tokens` beyond its context in its own words; the proxy
     says it in Anthropic's, which Claude Code reads to ask again at once with a `max_tokens`
     that fits (the context less the prompt and a margin of 1,000)."""
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
+    work, home = work_and_home(tmp_path)
     proxy = start_proxy()
     refusal = {
         "error": {
