@@ -84,8 +84,11 @@ class Task:
 
 
 def _run_python(work: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """Run `script` in `work`, writing no bytecode: a module's cached bytecode is judged
+    fresh by its source's size and mtime in whole seconds, so a fix of the same size saved
+    within the second of a run before it would be checked as the bug it replaced."""
     return subprocess.run(
-        [sys.executable, script], cwd=work, capture_output=True, text=True, timeout=30
+        [sys.executable, "-B", script], cwd=work, capture_output=True, text=True, timeout=30
     )
 
 
