@@ -40,7 +40,10 @@ SEAMS = frozenset({"feed", "consume", "_locate"})
 # that linear reading may take (piece boundaries fall differently; a square would be 16x).
 GROWTH = 4
 MAX_WORK_RATIO = 6.0
-SMALL_FLOOD_CHARS = 2_000
+# Three of the longest units (338 characters); the square of text handed on at every tag or
+# held text scanned again at every 16-character delta outweighs linear reading tens of times
+# over at this size already.
+SMALL_FLOOD_CHARS = 1_000
 # The tags of the corpus's calls: markup, bracket tokens, special tokens, a JSON body's start.
 _TAG = re.compile(r"<[^<>\n]{1,48}>|\[[A-Z_]{3,20}\]|<｜[^｜]{1,32}｜>|\{")
 DIALECTS = Path(__file__).parent / "dialects"
