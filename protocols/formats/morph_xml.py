@@ -13,6 +13,7 @@ parameter are dropped, with an error record."""
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -188,10 +189,7 @@ class _MorphXmlParser(TagStreamParser):
         super().__init__(tools, options, on_error)
         # Sorted, so that whether any name begins with a prefix is one binary search.
         self._names = sorted(self._ctx.tools)
-        # Longer names tried first, so `<read_file>` is never taken for a tool named `read`.
-        names = names_pattern(self._names) if self._names else None
-        self._opening = re.compile(rf"<({names})(?:\s{_ATTRIBUTES})?/?>") if names else None
-        self._opening_head = re.compile(rf"<{names}\s") if names else None
+        self._opening, self._opening_head = _opening_patterns(tuple(self._names))
         self._body_tags: dict[str, re.Pattern[str]] = {}  # per tool, compiled once
 
     def _find_open(self, text: str) -> tuple[int, int, str] | None:
@@ -267,6 +265,20 @@ class _MorphXmlParser(TagStreamParser):
             )
             self._body_tags[name] = body_tags
         return _MorphCall(ctx, open_tag, tool, attributes, body_tags)
+
+
+@functools.lru_cache(maxsize=64)
+def _opening_patterns(
+    names: tuple[str, ...],
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """A tool's open tag, and its head before the attributes, for the tools `names` (sorted):
+    built once for a set of tools, not for every request (the names' trie cost more than
+    the rest of a parser's start). Longer names are tried first, so `<read_file>` is never
+    taken for a tool named `read`."""
+    if not names:
+        return None, None
+    pattern = names_pattern(names)
+    return re.compile(rf"<({pattern})(?:\s{_ATTRIBUTES})?/?>"), re.compile(rf"<{pattern}\s")
 
 
 def _attribute_arguments(open_tag: str, tool: ToolSpec) -> dict[str, Any]:
