@@ -1,7 +1,8 @@
 """What checking a call against its tool's schema costs: µs per call for the tool schemas of
 bench/real_model_calls.py and the Anthropic-defined client tools, with arguments that pass
 (each schema's example) and arguments that fail (a required property missing, an unknown
-one added), checked as a tool is (the core keywords) and as a strict tool is (every keyword);
+one added), checked as a tool is (the core keywords) and as a strict tool is (every keyword),
+by a check built once (as a request's first call of a tool builds it); building the check;
 and the longest a hostile schema (nested `anyOf`s failing on every branch) holds one answer.
 
     python bench/schema_check.py [--rounds N]
@@ -15,11 +16,12 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from real_model_calls import TOOLS
 
-from protocols import CheckBudget, argument_problems
+from protocols import CheckBudget, SchemaCheck, argument_problems
 from protocols.formats.prompting import example_arguments
 from service.messages.tools import CLIENT_TOOLS
 
@@ -66,19 +68,21 @@ def main() -> None:
     for name, schema in schemas().items():
         good = example_arguments(schema)
         bad = failing(good)
-        assert argument_problems(good, schema, strict=True) == [], name
+        check, strict = SchemaCheck(schema), SchemaCheck(schema, strict=True)
+        assert strict.problems(good) == [], name
         rows.append(
             (
                 name,
-                cpu_us(lambda s=schema, a=good: argument_problems(a, s), rounds),
-                cpu_us(lambda s=schema, a=bad: argument_problems(a, s), rounds),
-                cpu_us(lambda s=schema, a=good: argument_problems(a, s, strict=True), rounds),
+                cpu_us(partial(check.problems, good), rounds),
+                cpu_us(partial(check.problems, bad), rounds),
+                cpu_us(partial(strict.problems, good), rounds),
+                cpu_us(partial(SchemaCheck, schema), rounds),
             )
         )
-    print(f"{'tool':28} {'passes µs':>10} {'fails µs':>10} {'strict µs':>10}")
+    print(f"{'tool':28} {'passes µs':>10} {'fails µs':>10} {'strict µs':>10} {'build µs':>10}")
     for name, *figures in rows:
         print(f"{name:28} " + " ".join(f"{figure:10.1f}" for figure in figures))
-    means = [statistics.mean(row[index] for row in rows) for index in (1, 2, 3)]
+    means = [statistics.mean(row[index] for row in rows) for index in (1, 2, 3, 4)]
     print(f"{'mean':28} " + " ".join(f"{figure:10.1f}" for figure in means))
     schema, value = hostile()
     started = time.thread_time()

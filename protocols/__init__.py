@@ -28,7 +28,7 @@ from .formats.forced_call import (
 )
 from .formats.free_form import FREE_FORM_INPUT, FreeFormInputStream, free_form_input, free_form_tool
 from .lenient.relaxed_json import RelaxedParseBudget, nested_deeper_than, parse_relaxed_json
-from .lenient.schema_check import CheckBudget, argument_problems
+from .lenient.schema_check import CheckBudget, SchemaCheck, argument_problems
 from .parts import (
     ErrorKind,
     OnError,
@@ -71,6 +71,7 @@ __all__ = [
     "Protocol",
     "QuotedLines",
     "RelaxedParseBudget",
+    "SchemaCheck",
     "Segment",
     "StreamParser",
     "TextDelta",

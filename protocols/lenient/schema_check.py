@@ -21,6 +21,10 @@ itself declares). Anything else, `http://…` or `file://…`, is an unknown ref
 the budget's `unknown_references`: left to jsonschema's default, it fetched the URL from the
 proxy's network, or read the file from its disk, while the event loop waited.
 
+A schema's check is built once (`SchemaCheck`: its validator and the registry its
+references resolve in) and run on each of its tool's calls: built anew for each call, it took
+two thirds of a typical call's check.
+
 jsonschema is imported with the first check, not with the protocols: it was a sixth of a
 worker's start, and a worker may serve many requests before one holds a call."""
 
@@ -87,55 +91,90 @@ class CheckBudget:
 
 # The budget of the running check. A check runs start to end without yielding to the event
 # loop, so it is the only one running in its thread.
-_visits: ContextVar[CheckBudget] = ContextVar("schema_check_visits")
+_budget: ContextVar[CheckBudget] = ContextVar("schema_check_budget")
 _CHECKERS: dict[tuple[type[Validator], bool], type[Validator]] = {}
+
+
+class SchemaCheck:
+    """One tool schema's check, built once and run on each of the tool's calls, each charged
+    to the budget of the answer that holds it.
+
+    >>> check = SchemaCheck(tool.parameters, strict=False)
+    >>> check.problems({"city": 5}, budget)
+    ["city: 5 is not of type 'string'"]
+    """
+
+    __slots__ = ("_validator",)
+
+    def __init__(self, schema: Any, *, strict: bool = False) -> None:
+        self._validator = _validator(schema, strict=strict)
+
+    def problems(self, arguments: Any, budget: CheckBudget | None = None) -> list[str]:
+        """What does not follow the schema in `arguments` (at most MAX_PROBLEMS, each with
+        where it is: "files[1].path: 5 is not of type 'string'"); none when it follows it,
+        or when the schema cannot be checked. The visits are charged to `budget` (the
+        answer's: a fresh one when none is given)."""
+        if self._validator is None:
+            return []
+        token = _budget.set(budget or CheckBudget())
+        try:
+            errors = self._validator.iter_errors(arguments)
+            return [_said(error) for error in islice(errors, MAX_PROBLEMS)]
+        except _unreadable():
+            return []
+        finally:
+            _budget.reset(token)
 
 
 def argument_problems(
     arguments: Any, schema: Any, *, strict: bool = False, budget: CheckBudget | None = None
 ) -> list[str]:
-    """What does not follow `schema` in `arguments` (at most MAX_PROBLEMS, each with where
-    it is: "files[1].path: 5 is not of type 'string'"); none when it follows it, or when the
-    schema cannot be checked. The visits are charged to `budget` (the answer's: a fresh one
-    when none is given)."""
+    """`SchemaCheck(schema, strict=strict).problems(arguments, budget)`, for one call."""
+    return SchemaCheck(schema, strict=strict).problems(arguments, budget)
+
+
+def _validator(schema: Any, *, strict: bool) -> Validator | None:
+    """The validator of `schema`, its references resolved in the request alone; None when
+    there is nothing to check, or the schema cannot be read (a `$schema` or `$id` that is
+    not a string)."""
     if not isinstance(schema, Mapping) or not schema:
-        return []
-    budget = budget or CheckBudget()
-    checker = _checker(_draft(schema), strict=strict)(schema, registry=_request_only(budget))
-    token = _visits.set(budget)
+        return None
     try:
-        return [_said(error) for error in islice(checker.iter_errors(arguments), MAX_PROBLEMS)]
-    except _unfinished():
-        return []
-    except (TypeError, ValueError, LookupError, AttributeError, ArithmeticError):
-        return []  # a keyword's value the check cannot use ("multipleOf": 0, "required": 5)
-    finally:
-        _visits.reset(token)
+        return _checker(_draft(schema), strict=strict)(schema, registry=_request_only())
+    except _unreadable():
+        return None
 
 
-def _request_only(budget: CheckBudget) -> Registry[Any]:
-    """A registry that retrieves nothing: a reference outside the schema is noted, and fails
-    to resolve (jsonschema still knows the drafts' own meta-schemas)."""
+@functools.cache
+def _request_only() -> Registry[Any]:
+    """A registry that retrieves nothing: a reference outside the schema is noted in the
+    running check's budget, and fails to resolve (jsonschema still knows the drafts' own
+    meta-schemas). One serves every check: a registry is immutable, what a check resolves
+    in it is the check's own."""
     from referencing import Registry
     from referencing.exceptions import NoSuchResource
 
     # referencing declares its attrs classes through the old `__dataclass_transform__`
     # spelling, which mypy 2 does not read: it sees no fields in their constructors.
     def refuse(uri: str) -> Resource[Any]:
-        budget.unknown_references.add(uri)
+        _budget.get().unknown_references.add(uri)
         raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs' init, unseen by mypy
 
     return Registry(retrieve=refuse)  # type: ignore[call-arg]  # the same
 
 
 @functools.cache
-def _unfinished() -> tuple[type[BaseException], ...]:
-    """What a check that cannot read its schema, or cannot finish, raises (imported once a
-    check has run, so jsonschema is loaded by then)."""
+def _unreadable() -> tuple[type[BaseException], ...]:
+    """What a check that cannot read its schema, or cannot finish, raises: a keyword's value
+    it cannot use ("multipleOf": 0, "required": 5) among them (imported once a check is
+    built, so jsonschema is loaded by then)."""
     from jsonschema.exceptions import UndefinedTypeCheck, UnknownType
     from referencing.exceptions import Unresolvable
 
-    return (_OutOfVisits, UnknownType, UndefinedTypeCheck, Unresolvable, RecursionError)
+    return (
+        *(_OutOfVisits, UnknownType, UndefinedTypeCheck, Unresolvable, RecursionError),
+        *(TypeError, ValueError, LookupError, AttributeError, ArithmeticError),
+    )
 
 
 def _draft(schema: Mapping[str, Any]) -> type[Validator]:
@@ -275,7 +314,7 @@ def _counted(keyword: Keyword, cost: Callable[[Any, Any], int]) -> Keyword:
     def counted(
         validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
     ) -> Iterable[ValidationError] | None:
-        visits = _visits.get()
+        visits = _budget.get()
         visits.left -= cost(value, instance)
         if visits.left < 0:
             raise _OutOfVisits

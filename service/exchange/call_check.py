@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from protocols import CheckBudget, Part, StreamParser, ToolCall, ToolSpec, argument_problems
+from protocols import CheckBudget, Part, SchemaCheck, StreamParser, ToolCall, ToolSpec
 
 from ..observability import CompletionObserver
 
@@ -40,6 +40,9 @@ class CallCheck:
             tool.name: tool.parameters for tool in tools if tool.parameters and not tool.free_form
         }
         self._strict = frozenset(strict)
+        # Each tool's check, built at its first call: a request may declare tools by the
+        # dozen and call none of them.
+        self._checks: dict[str, SchemaCheck] = {}
         self._unknown_references_logged: set[str] = set()
 
     def problem(self, name: str, arguments: Any, budget: CheckBudget) -> str | None:
@@ -49,8 +52,11 @@ class CallCheck:
         if schema is None:
             return None
         strict = name in self._strict
+        check = self._checks.get(name)
+        if check is None:
+            check = self._checks[name] = SchemaCheck(schema, strict=strict)
         references_before = len(budget.unknown_references)
-        problems = argument_problems(arguments, schema, strict=strict, budget=budget)
+        problems = check.problems(arguments, budget)
         refers_out = len(budget.unknown_references) > references_before
         if refers_out and name not in self._unknown_references_logged:
             # The addresses are the client's, not shown: where a schema points is its business.

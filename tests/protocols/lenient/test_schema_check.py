@@ -16,6 +16,7 @@ from protocols.lenient.schema_check import (
     MAX_PROBLEM_CHARS,
     MAX_PROBLEMS,
     CheckBudget,
+    SchemaCheck,
     argument_problems,
 )
 
@@ -131,6 +132,8 @@ def test_regular_expressions_from_the_request_are_never_run() -> None:
         {"type": "object", "properties": {"a": {"multipleOf": 0}}},
         {"$ref": "#"},
         {"type": "object", "required": 5},
+        {"$schema": 7, "type": "object"},
+        {"$id": 7, "type": "object"},
         ["not", "a", "schema"],
         {},
     ],
@@ -141,6 +144,8 @@ def test_regular_expressions_from_the_request_are_never_run() -> None:
         "zero-multiple",
         "self-ref",
         "bad-required",
+        "number-draft",
+        "number-id",
         "list",
         "empty",
     ],
@@ -358,6 +363,20 @@ def test_a_reference_outside_the_schema_is_noted_never_read(tmp_path: Path) -> N
 
     assert argument_problems({"a": "x"}, elsewhere, strict=True, budget=budget) == []
     assert budget.unknown_references == {on_disk.as_uri()}
+
+
+def test_a_check_built_once_charges_each_answer_its_own_budget() -> None:
+    """A tool's check is built at its first call and run on the rest, of any answer."""
+    remote = "https://schemas.invalid/a.json"
+    elsewhere = SchemaCheck({"type": "object", "properties": {"a": {"$ref": remote}}})
+    weather = SchemaCheck(WEATHER)
+    first, second = CheckBudget(), CheckBudget()
+
+    assert elsewhere.problems({"a": 1}, first) == elsewhere.problems({"a": 1}, second) == []
+    assert first.unknown_references == second.unknown_references == {remote}
+    assert weather.problems({}, CheckBudget(left=0)) == []
+    assert weather.problems({}, first) == ["'city' is a required property"]
+    assert first.left < second.left < MAX_CHECK_VISITS
 
 
 @pytest.mark.parametrize(

@@ -441,3 +441,18 @@ def test_a_schema_reference_outside_the_request_is_never_fetched(
     assert fetched == []
     assert len(upstream.chat_requests) == 1
     assert (invalid(proxy, "sent"), asked_again(proxy)) == (0, 0)
+
+
+@pytest.mark.parametrize("keyword", ["$schema", "$id"])
+def test_a_schema_the_check_cannot_read_lets_its_calls_go_as_written(
+    upstream: ScriptedUpstream, proxy: Proxy, keyword: str
+) -> None:
+    """A `$schema` or `$id` that is not a string: the check cannot read the schema, and the
+    tool judges its calls (building its check failed the request with a 500)."""
+    unreadable = tool("get_weather", {**WEATHER_SCHEMA, keyword: 7})
+    upstream.script(Reply(call({"unit": "kelvin"})))
+
+    completion = proxy.chat(chat_body(unreadable))
+
+    assert completion.calls == [("get_weather", {"unit": "kelvin"})]
+    assert len(upstream.chat_requests) == 1
