@@ -9,21 +9,16 @@ did, counts the square of the text."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
-import pkgutil
 import re
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from corpus_cases import Case, corpus
-from parser_harness import PROTOCOL_NAMES, TOOLS
+from parser_harness import GROWTH, MAX_WORK_RATIO, PROTOCOL_NAMES, TOOLS, text_handed_over
 
-import protocols
 from protocols import (
     ParserOptions,
     described_dialect,
@@ -34,12 +29,6 @@ from protocols import (
 from protocols.streaming.dialect_forms import Dialect, dialect_names
 from protocols.streaming.think_tags import THINK_TAGS
 
-# The methods a text is handed to whole, each under the parameter name `text`.
-SEAMS = frozenset({"feed", "consume", "_locate"})
-# What a flood grows by between the two readings compared, and how much more work than
-# that linear reading may take (piece boundaries fall differently; a square would be 16x).
-GROWTH = 4
-MAX_WORK_RATIO = 6.0
 # Three of the longest units (338 characters); the square of text handed on at every tag or
 # held text scanned again at every 16-character delta outweighs linear reading tens of times
 # over at this size already.
@@ -122,49 +111,16 @@ def _think_floods() -> Iterator[tuple[str, str, str, str]]:
 FLOODS = [*_floods(), *_think_floods()]
 
 
-def _seams() -> list[tuple[type, str, int]]:
-    """(class, method name, position of its `text` argument) of every SEAMS method defined in
-    `protocols`: each module of the package imported, each class of its own looked through."""
-    found = []
-    for info in pkgutil.walk_packages(protocols.__path__, "protocols."):
-        module = importlib.import_module(info.name)
-        for owner in vars(module).values():
-            if not (isinstance(owner, type) and owner.__module__ == module.__name__):
-                continue
-            for name in SEAMS & vars(owner).keys():
-                parameters = list(inspect.signature(vars(owner)[name]).parameters)
-                if "text" in parameters:
-                    found.append((owner, name, parameters.index("text")))
-    return found
-
-
-SEAM_METHODS = _seams()
-
-
 def text_work(protocol: str, text: str, step: int, own: str = "") -> int:
-    """Characters of text handed over at the SEAMS while reading `text` fed in
-    `step`-character deltas: each seam method counts what it is handed while it runs (a
-    profile hook on every call cost the parser several times its work)."""
-    total = 0
-
-    def counting(method: Callable[..., Any], at: int) -> Callable[..., Any]:
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            nonlocal total
-            handed = args[at] if at < len(args) else kwargs.get("text")
-            total += len(handed) if isinstance(handed, str) else 0
-            return method(*args, **kwargs)
-
-        return counted
-
-    with pytest.MonkeyPatch.context() as patch:
-        for owner, name, at in SEAM_METHODS:
-            patch.setattr(owner, name, counting(vars(owner)[name], at))
+    """Characters of text handed over at the parser's seams while reading `text` fed in
+    `step`-character deltas (see `text_handed_over`)."""
+    with text_handed_over() as handed:
         options = ParserOptions(dialects=(DESCRIBED[own],) if own else ())
         parser = get_protocol(protocol).stream_parser(TOOLS, options=options)
         for start in range(0, len(text), step):
             parser.feed(text[start : start + step])
         parser.finish()
-    return total
+        return handed()
 
 
 def _flood(unit: str, before: str, size: int) -> str:

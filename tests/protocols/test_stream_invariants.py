@@ -14,16 +14,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from parser_harness import (
     CHUNKINGS,
+    GROWTH,
+    MAX_WORK_RATIO,
     MODES,
     PROTOCOL_NAMES,
     TOOLS,
     Chunks,
+    Result,
     check_contract,
     cut_off_outputs,
     fragments,
     rendered_outputs,
     run,
     sample_call,
+    text_handed_over,
 )
 
 from protocols import (
@@ -484,25 +488,46 @@ def test_unclosed_think_block_ends_with_an_empty_think_end(protocol: str, call: 
     check_contract(result)
 
 
-def _big_call(protocol: str) -> tuple[str, dict[str, Any]]:
-    content = "".join(f'row {i}: a < b && "quoted" \\ é 😀\n' for i in range(3500))
-    assert len(content) > 100_000
+def _big_call(protocol: str, rows: int = 3500) -> tuple[str, dict[str, Any]]:
+    content = "".join(f'row {i}: a < b && "quoted" \\ é 😀\n' for i in range(rows))
     arguments = {"path": "big.txt", "content": content}
     return get_protocol(protocol).render_call("write_file", arguments), arguments
 
 
+def _fed_one_char_at_a_time(protocol: str, source: str, mode: ArgumentsMode) -> tuple[Result, int]:
+    """The run of `source` fed one character at a time, and the text handed over at the
+    parser's seams meanwhile."""
+    with text_handed_over() as handed:
+        result = run(protocol, source, chunks=1, mode=mode)
+        return result, handed()
+
+
+# A long call's rows, and a long output's characters, fed one at a time, and a GROWTH-th of
+# them: the work counted for both shows a parser whose work per character grows with the
+# text so far (feeding 100 KB one character at a time showed it only by taking long).
+LONG_CALL_ROWS = 400  # 13 to 15 KB
+LONG_OUTPUT_CHARS = 4_000
+
+
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 @pytest.mark.parametrize("mode", MODES)
-def test_a_100kb_call_fed_one_char_at_a_time_completes(protocol: str, mode: ArgumentsMode) -> None:
-    source, arguments = _big_call(protocol)
-    result = run(protocol, source, chunks=1, mode=mode)
-    assert result.call_values == [("write_file", arguments)]
-    check_contract(result)
+def test_a_long_call_fed_one_char_at_a_time_costs_linear_work(
+    protocol: str, mode: ArgumentsMode
+) -> None:
+    work = []
+    for rows in (LONG_CALL_ROWS // GROWTH, LONG_CALL_ROWS):
+        source, arguments = _big_call(protocol, rows)
+        result, handed = _fed_one_char_at_a_time(protocol, source, mode)
+        assert result.call_values == [("write_file", arguments)]
+        check_contract(result)
+        work.append(handed)
+    assert work[1] < work[0] * MAX_WORK_RATIO
 
 
 @pytest.mark.parametrize("protocol", PROTOCOL_NAMES)
 def test_a_100kb_string_argument_streams_in_many_fragments(protocol: str) -> None:
     source, arguments = _big_call(protocol)
+    assert len(arguments["content"]) > 100_000
     result = run(protocol, source, chunks=997)
     assert result.call_values == [("write_file", arguments)]
     with_fragments = [batch for batch in result.batches if fragments(batch)]
@@ -511,39 +536,39 @@ def test_a_100kb_string_argument_streams_in_many_fragments(protocol: str) -> Non
 
 
 @pytest.mark.parametrize(
-    ("protocol", "source"),
+    ("protocol", "before", "unit"),
     [
-        pytest.param("json-mix", "<" * 50_000, id="json-mix-many-lt"),
-        pytest.param("json-mix", "<think>" + "x" * 50_000, id="json-mix-long-think"),
+        pytest.param("json-mix", "", "<", id="json-mix-many-lt"),
+        pytest.param("json-mix", "<think>", "x", id="json-mix-long-think"),
         pytest.param(
-            "json-mix",
-            '<tool_call>{"name": "get_time"} </' + "a" * 50_000,
-            id="json-mix-open-close",
+            "json-mix", '<tool_call>{"name": "get_time"} </', "a", id="json-mix-open-close"
         ),
-        pytest.param("json-mix", "<tool_call>" + "no json " * 6_250, id="json-mix-long-bad-body"),
-        pytest.param("morph-xml", "<search " + "x" * 50_000, id="morph-xml-long-open-tag"),
-        pytest.param(
-            "morph-xml", "<write_file><content>" + "< " * 25_000, id="morph-xml-many-lt-in-value"
-        ),
-        pytest.param(
-            "morph-xml", "<configure><options>" + "<a>" * 15_000, id="morph-xml-deep-object"
-        ),
-        pytest.param("qwen3-coder", "<tool_call>" * 10_000, id="qwen3-coder-many-wrappers"),
-        pytest.param("qwen3-coder", "<function=" * 10_000, id="qwen3-coder-many-opens"),
+        pytest.param("json-mix", "<tool_call>", "no json ", id="json-mix-long-bad-body"),
+        pytest.param("morph-xml", "<search ", "x", id="morph-xml-long-open-tag"),
+        pytest.param("morph-xml", "<write_file><content>", "< ", id="morph-xml-many-lt-in-value"),
+        pytest.param("morph-xml", "<configure><options>", "<a>", id="morph-xml-deep-object"),
+        pytest.param("qwen3-coder", "", "<tool_call>", id="qwen3-coder-many-wrappers"),
+        pytest.param("qwen3-coder", "", "<function=", id="qwen3-coder-many-opens"),
         pytest.param(
             "qwen3-coder",
-            "<function=write_file><parameter=content>" + "</param\n" * 10_000,
+            "<function=write_file><parameter=content>",
+            "</param\n",
             id="qwen3-coder-many-partial-ends",
         ),
-        pytest.param(
-            "qwen3-coder", "<function=get_time></function>" + " " * 50_000, id="qwen3-coder-gap"
-        ),
+        pytest.param("qwen3-coder", "<function=get_time></function>", " ", id="qwen3-coder-gap"),
     ],
 )
-def test_long_pathological_outputs_fed_one_char_at_a_time_complete(
-    protocol: str, source: str
+def test_long_pathological_outputs_fed_one_char_at_a_time_cost_linear_work(
+    protocol: str, before: str, unit: str
 ) -> None:
-    check_contract(run(protocol, source, chunks=1))
+    work = []
+    for chars in (LONG_OUTPUT_CHARS // GROWTH, LONG_OUTPUT_CHARS):
+        result, handed = _fed_one_char_at_a_time(
+            protocol, before + unit * (chars // len(unit)), ArgumentsMode.INCREMENTAL
+        )
+        check_contract(result)
+        work.append(handed)
+    assert work[1] < work[0] * MAX_WORK_RATIO
 
 
 @pytest.mark.parametrize(("protocol", "source"), CASES)

@@ -9,15 +9,21 @@ parser contract (text blocks, call part sequences, accounting, ids).
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import itertools
 import json
+import pkgutil
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+import protocols
 from protocols import (
     SMALL_CALL_CHARS,
     ArgumentsMode,
@@ -228,6 +234,61 @@ def run(
     batches.append(parser.finish())
     parts = [part for batch in batches for part in batch]
     return Result(text, mode, parts, errors, batches)
+
+
+# The methods a text is handed to whole, each under the parameter name `text`: each
+# reader's `feed`, each call scanner's `consume`, the text the tag loop looks for tags in.
+SEAMS = frozenset({"feed", "consume", "_locate"})
+# How much longer the longer of two texts compared for work is, and how much more work than
+# that linear reading may take (piece boundaries fall differently; a square would be 16x).
+GROWTH = 4
+MAX_WORK_RATIO = 6.0
+
+
+@functools.cache
+def _seam_methods() -> list[tuple[type, str, int]]:
+    """(class, method name, position of its `text` argument) of every SEAMS method defined in
+    `protocols`: each module of the package imported, each class of its own looked through."""
+    found = []
+    for info in pkgutil.walk_packages(protocols.__path__, "protocols."):
+        module = importlib.import_module(info.name)
+        for owner in vars(module).values():
+            if not (isinstance(owner, type) and owner.__module__ == module.__name__):
+                continue
+            for name in SEAMS & vars(owner).keys():
+                parameters = list(inspect.signature(vars(owner)[name]).parameters)
+                if "text" in parameters:
+                    found.append((owner, name, parameters.index("text")))
+    return found
+
+
+@contextmanager
+def text_handed_over() -> Iterator[Callable[[], int]]:
+    """Within the block, the characters of text handed over at the SEAMS are counted, each
+    seam method counting what it is handed while it runs (a profile hook on every call cost
+    the parser several times its work); the block is given the count so far. Handing the
+    rest of the text on at every tag, or searching a held text again from its start at every
+    delta, counts the square of the text.
+
+    >>> with text_handed_over() as handed:
+    ...     run("json-mix", text, chunks=1)
+    >>> handed()
+    """
+    total = 0
+
+    def counting(method: Callable[..., Any], at: int) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal total
+            handed = args[at] if at < len(args) else kwargs.get("text")
+            total += len(handed) if isinstance(handed, str) else 0
+            return method(*args, **kwargs)
+
+        return counted
+
+    with pytest.MonkeyPatch.context() as patch:
+        for owner, name, at in _seam_methods():
+            patch.setattr(owner, name, counting(vars(owner)[name], at))
+        yield lambda: total
 
 
 def check_contract(result: Result) -> None:
