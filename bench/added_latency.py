@@ -42,6 +42,7 @@ from pathlib import Path
 import httpx
 from front_doors import doors
 from proxy import (
+    CLIENT_TLS,
     MESSAGES,
     TOOLS,
     Server,
@@ -147,10 +148,11 @@ async def measured(
     limits = httpx.Limits(max_connections=concurrency, keepalive_expiry=CLIENT_KEEPALIVE_SECONDS)
     direct: list[Sample] = []
     through: list[Sample] = []
-    async with (
-        httpx.AsyncClient(base_url=upstream, limits=limits, timeout=60) as straight,
-        httpx.AsyncClient(base_url=target, limits=limits, timeout=60) as proxied,
-    ):
+
+    def client(url: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=url, limits=limits, timeout=60, verify=CLIENT_TLS)
+
+    async with client(upstream) as straight, client(target) as proxied:
         for _ in range(WARM_UP_REQUESTS):
             await timed(straight, CHAT_PATH, case.direct)
             await timed(proxied, case.path, case.body)
@@ -195,26 +197,28 @@ def cold_start_process(
     """Start the proxy on `port` (`env` over this one's): the seconds from the command to
     /readyz answering 200, and the process, still running, for its caller to end."""
     env = {"UPSTREAM_BASE_URL": f"{upstream}/v1", **(env or {})}
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        proxy_command(port),
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        while time.perf_counter() - started < READY_WITHIN_SECONDS:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    return time.perf_counter() - started, process
-            except httpx.TransportError:
-                pass
-            time.sleep(READY_POLL_SECONDS)
-        raise RuntimeError("the proxy was not ready in time")
-    except BaseException:
-        process.terminate()
-        process.wait()
-        raise
+    url = f"http://127.0.0.1:{port}/readyz"
+    with httpx.Client(timeout=1, verify=CLIENT_TLS) as client:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            proxy_command(port),
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            while time.perf_counter() - started < READY_WITHIN_SECONDS:
+                try:
+                    if client.get(url).status_code == 200:
+                        return time.perf_counter() - started, process
+                except httpx.TransportError:
+                    pass
+                time.sleep(READY_POLL_SECONDS)
+            raise RuntimeError("the proxy was not ready in time")
+        except BaseException:
+            process.terminate()
+            process.wait()
+            raise
 
 
 def rss_mb(pid: int) -> float:
@@ -246,7 +250,7 @@ def peak_rss(pid: int, every: float = RSS_POLL_SECONDS) -> Iterator[list[float]]
 def overhead_mean_ms(proxy: str) -> float:
     """The proxy's own account: `toolcall_proxy_overhead_seconds` sum over count, in ms."""
     values = {"sum": 0.0, "count": 0.0}
-    for line in httpx.get(f"{proxy}/metrics").text.splitlines():
+    for line in httpx.get(f"{proxy}/metrics", verify=CLIENT_TLS).text.splitlines():
         for kind in values:
             if line.startswith(f"toolcall_proxy_overhead_seconds_{kind}{{"):
                 values[kind] += float(line.rsplit(" ", 1)[1])

@@ -46,6 +46,7 @@ from typing import Literal
 
 import httpx
 from proxy import (
+    CLIENT_TLS,
     Server,
     canned_upstream_command,
     free_port,
@@ -157,6 +158,7 @@ async def load(target: Server, args: argparse.Namespace) -> Load:
             base_url=target.url,
             timeout=args.client_timeout,
             limits=httpx.Limits(max_connections=1),
+            verify=CLIENT_TLS,
         ) as client:
             while loop.time() < deadline and budget > 0:
                 budget -= 1
@@ -196,7 +198,9 @@ def upstream_sockets(target: Server, upstream_port: int) -> Sockets:
 def streams_in_progress(target: Server) -> float | None:
     """The proxy's gauge of SSE answers being sent; None where there is no such metric."""
     try:
-        text = httpx.get(f"{target.url}/metrics", timeout=PROBE_TIMEOUT_SECONDS).text
+        text = httpx.get(
+            f"{target.url}/metrics", timeout=PROBE_TIMEOUT_SECONDS, verify=CLIENT_TLS
+        ).text
     except httpx.HTTPError:
         return None
     values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(GAUGE)]
@@ -215,7 +219,9 @@ async def after_load(
         await asyncio.sleep(SETTLE_POLL_SECONDS)
         settled = upstream_sockets(target, upstream_port)
     in_progress = streams_in_progress(target) if has_gauge else None
-    async with httpx.AsyncClient(base_url=target.url, timeout=PROBE_TIMEOUT_SECONDS) as client:
+    async with httpx.AsyncClient(
+        base_url=target.url, timeout=PROBE_TIMEOUT_SECONDS, verify=CLIENT_TLS
+    ) as client:
         started = loop.time()
         probe, _ = await one_stream(
             client, body(stream=True, prose_chunks=args.tokens), PROBE_TIMEOUT_SECONDS

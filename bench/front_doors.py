@@ -21,7 +21,16 @@ import statistics
 from dataclasses import dataclass
 
 import httpx
-from proxy import MESSAGES, TOOLS, Server, canned_upstream_command, free_port, proxy_command, server
+from proxy import (
+    CLIENT_TLS,
+    MESSAGES,
+    TOOLS,
+    Server,
+    canned_upstream_command,
+    free_port,
+    proxy_command,
+    server,
+)
 
 HEADERS = {"content-type": "application/json"}
 WARM_UP_REQUESTS = 20
@@ -139,7 +148,7 @@ async def one_round(proxy: Server, front_doors: list[Door], repeat: int) -> dict
     often as the others: what a request leaves the proxy to do after its last byte falls on
     the next one (chat measured after chat cost 0.97x the first)."""
     cpu = dict.fromkeys((door.name for door in front_doors), 0.0)
-    async with httpx.AsyncClient(base_url=proxy.url, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=proxy.url, timeout=60, verify=CLIENT_TLS) as client:
         for turn in range(repeat):
             first = turn % len(front_doors)
             for door in [*front_doors[first:], *front_doors[:first]]:
@@ -150,7 +159,7 @@ async def one_round(proxy: Server, front_doors: list[Door], repeat: int) -> dict
 
 
 async def warm_up(proxy: Server, door: Door) -> None:
-    async with httpx.AsyncClient(base_url=proxy.url, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=proxy.url, timeout=60, verify=CLIENT_TLS) as client:
         for _ in range(WARM_UP_REQUESTS):
             await streamed(client, door)
 
@@ -158,7 +167,7 @@ async def warm_up(proxy: Server, door: Door) -> None:
 def requests_counted(url: str) -> dict[str, float]:
     """The proxy's `requests_total` by route."""
     counted: dict[str, float] = {}
-    for line in httpx.get(f"{url}/metrics").text.splitlines():
+    for line in httpx.get(f"{url}/metrics", verify=CLIENT_TLS).text.splitlines():
         if line.startswith("toolcall_proxy_requests_total{"):
             route = line.split('route="', 1)[1].split('"', 1)[0]
             counted[route] = counted.get(route, 0) + float(line.rsplit(" ", 1)[1])

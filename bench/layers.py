@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 from proxy import (
+    CLIENT_TLS,
     HERE,
     MESSAGES,
     TOOLS,
@@ -145,7 +146,7 @@ async def one_round(targets: dict[str, tuple[Server, bytes]], requests: int) -> 
     """Per target: the median seconds of `requests` whole answers, and its CPU per request."""
     result: dict[str, Any] = {}
     for name, (target, body) in targets.items():
-        async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
+        async with httpx.AsyncClient(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
             for _ in range(WARM_UP_REQUESTS):
                 (await client.post(CHAT_PATH, content=body, headers=HEADERS)).raise_for_status()
             seconds = []

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import redis
 from proxy import (
+    CLIENT_TLS,
     POLL_SECONDS,
     Server,
     answers,
@@ -84,7 +85,7 @@ def post(client: httpx.Client, body: dict[str, Any]) -> tuple[float, dict[str, A
 
 def measure(target: Server, size: int, requests: int) -> dict[str, float]:
     """Both ways of continuing one conversation of `size` bytes, `requests` times each."""
-    with httpx.Client(base_url=target.url, timeout=60) as client:
+    with httpx.Client(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
         question = {"type": "message", "role": "user", "content": "x" * size}
         _, first = post(client, {"model": "bench", "input": [question]})
         whole = [question, *first["output"], {"role": "user", "content": "And then?"}]

@@ -31,7 +31,7 @@ import time
 
 import httpx
 from added_latency import cold_start_process, load_average, rss_mb
-from proxy import MESSAGES, canned_upstream_command, free_port, server
+from proxy import CLIENT_TLS, MESSAGES, canned_upstream_command, free_port, server
 from tracing import BUILD_APP
 from versus_relay import body
 
@@ -62,7 +62,8 @@ def one_start(upstream: str, env: dict[str, str]) -> dict[str, float]:
     seconds, process = cold_start_process(upstream, port, env)
     try:
         figures = {"ready s": seconds, "RSS ready MB": rss_mb(process.pid)}
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        url = f"http://127.0.0.1:{port}"
+        with httpx.Client(base_url=url, timeout=30, verify=CLIENT_TLS) as client:
             for name, payload in FIRSTS.items():
                 first = request_ms(client, payload)
                 later = statistics.median(request_ms(client, payload) for _ in range(REPEATS))

@@ -28,6 +28,7 @@ from contextlib import ExitStack
 
 import httpx
 from proxy import (
+    CLIENT_TLS,
     HERE,
     UVICORN,
     Server,
@@ -60,7 +61,7 @@ def variants(sink: str, baseline: str | None) -> dict[str, dict[str, str]]:
 
 async def one_round(target: Server, repeat: int) -> dict[str, float]:
     """Medians (ms) of a whole and a streamed answer, and CPU ms of the proxy per request."""
-    async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
         results: dict[str, float] = {}
 
         async def timed(name: str, one: Callable[[], Awaitable[float]]) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import httpx
 from proxy import (
+    CLIENT_TLS,
     MESSAGES,
     TOOLS,
     Server,
@@ -73,7 +74,7 @@ async def post_seconds(client: httpx.AsyncClient, payload: bytes) -> float:
 
 
 async def warm_up(target: Server) -> None:
-    async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
         for _ in range(WARM_UP_REQUESTS):
             await stream_seconds(client, body(stream=True))
             await post_seconds(client, body(stream=False))
@@ -83,7 +84,7 @@ async def sequential(target: Server, repeat: int, long_chunks: int) -> dict[str,
     """One request at a time: medians of the short answer's first byte, whole stream and
     non-stream answer, and of a `long_chunks`-chunk stream; the server's CPU seconds per
     short and per long stream and per non-stream answer."""
-    async with httpx.AsyncClient(base_url=target.url, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
         short = body(stream=True)
         long = body(stream=True, prose_chunks=long_chunks)
         whole = body(stream=False)
@@ -159,7 +160,7 @@ def peak_rss_mb(process: Server) -> float:
 
 def requests_counted(url: str) -> float:
     """The proxy's chat `requests_total` summed over its label sets (and workers)."""
-    text = httpx.get(f"{url}/metrics").text
+    text = httpx.get(f"{url}/metrics", verify=CLIENT_TLS).text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
