@@ -7,7 +7,7 @@ start to `/readyz`, resident memory idle and under the most streams in flight, w
 proxy says it added (`toolcall_proxy_overhead_seconds`) and the machine's load average.
 
     python bench/added_latency.py [--requests 200] [--chunks 100] [--starts 5]
-        [--concurrency 1,10,64]
+        [--concurrency 1,10,64] [--warm-up 10]
 
 Whole answers: p50 and p99 of the time to the answer's end, the proxy's less the upstream's
 when it is asked the same chat request straight. Streams: the same for the time to the
@@ -142,9 +142,10 @@ async def turn(client: httpx.AsyncClient, path: str, body: bytes, concurrency: i
 
 
 async def measured(
-    upstream: str, target: str, case: Case, concurrency: int, requests: int
+    upstream: str, target: str, case: Case, concurrency: int, requests: int, warm_up: int
 ) -> tuple[list[Sample], list[Sample]]:
-    """The upstream's samples and the target's, `requests` of each, taken turn about."""
+    """The upstream's samples and the target's, `requests` of each, taken turn about after
+    `warm_up` requests to each."""
     limits = httpx.Limits(max_connections=concurrency, keepalive_expiry=CLIENT_KEEPALIVE_SECONDS)
     direct: list[Sample] = []
     through: list[Sample] = []
@@ -153,7 +154,7 @@ async def measured(
         return httpx.AsyncClient(base_url=url, limits=limits, timeout=60, verify=CLIENT_TLS)
 
     async with client(upstream) as straight, client(target) as proxied:
-        for _ in range(WARM_UP_REQUESTS):
+        for _ in range(warm_up):
             await timed(straight, CHAT_PATH, case.direct)
             await timed(proxied, case.path, case.body)
         while len(through) < requests:
@@ -267,6 +268,9 @@ def main() -> None:
     options.add_argument("--chunks", type=int, default=100, help="prose chunks per stream")
     options.add_argument("--starts", type=int, default=5, help="cold starts to /readyz")
     options.add_argument("--concurrency", default="1,10,64", help="requests in flight")
+    options.add_argument(
+        "--warm-up", type=int, default=WARM_UP_REQUESTS, help="requests per row and side first"
+    )
     args = options.parse_args()
     levels = [int(level) for level in args.concurrency.split(",")]
     load_before = load_average()
@@ -306,7 +310,7 @@ def table(
         for level in levels:
             with peak_rss(proxy.pid) as peak:
                 direct, through = asyncio.run(
-                    measured(upstream.url, target.url, case, level, args.requests)
+                    measured(upstream.url, target.url, case, level, args.requests, args.warm_up)
                 )
             if case.stream and level == max(levels) and not case.relay:
                 under_streams = max(under_streams, peak[0])

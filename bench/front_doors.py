@@ -3,7 +3,7 @@ then a sentence and one tool call) asked for through chat completions, the Respo
 the Messages API and the Gemini API, streamed, in one run. Printed: the proxy process's CPU
 per streamed request for each door, and each door's ratio to chat's.
 
-    python bench/front_doors.py [--rounds 5] [--repeat 40] [--chunks 200]
+    python bench/front_doors.py [--rounds 5] [--repeat 40] [--chunks 200] [--warm-up 20]
 
 The doors take turns request by request, each first as often as the others, so a slower
 spell of a shared machine falls on all of them; each row shows the median over rounds and the
@@ -158,9 +158,9 @@ async def one_round(proxy: Server, front_doors: list[Door], repeat: int) -> dict
     return {name: seconds / repeat * 1e3 for name, seconds in cpu.items()}
 
 
-async def warm_up(proxy: Server, door: Door) -> None:
+async def warm_up(proxy: Server, door: Door, requests: int) -> None:
     async with httpx.AsyncClient(base_url=proxy.url, timeout=60, verify=CLIENT_TLS) as client:
-        for _ in range(WARM_UP_REQUESTS):
+        for _ in range(requests):
             await streamed(client, door)
 
 
@@ -179,6 +179,9 @@ def main() -> None:
     options.add_argument("--rounds", type=int, default=5, help="measurement rounds")
     options.add_argument("--repeat", type=int, default=40, help="streams per door and round")
     options.add_argument("--chunks", type=int, default=200, help="prose chunks per stream")
+    options.add_argument(
+        "--warm-up", type=int, default=WARM_UP_REQUESTS, help="streams per door first"
+    )
     args = options.parse_args()
     upstream_port, proxy_port = free_port(), free_port()
     with server(canned_upstream_command(upstream_port), upstream_port) as upstream:
@@ -187,7 +190,7 @@ def main() -> None:
             counted_before = requests_counted(proxy.url)
             front_doors = doors(args.chunks)
             for door in front_doors:
-                asyncio.run(warm_up(proxy, door))
+                asyncio.run(warm_up(proxy, door, args.warm_up))
             rounds = [
                 asyncio.run(one_round(proxy, front_doors, args.repeat)) for _ in range(args.rounds)
             ]
@@ -208,7 +211,7 @@ def main() -> None:
             f"{door.name:<18} {statistics.median(cpu[door.name] for cpu in rounds):>24.2f} "
             f"{ratio:>7.2f}x  " + " ".join(f"{each:.2f}" for each in ratios)
         )
-    sent = WARM_UP_REQUESTS + args.rounds * args.repeat
+    sent = args.warm_up + args.rounds * args.repeat
     for door in front_doors:
         grew = counted.get(door.route, 0) - counted_before.get(door.route, 0)
         print(f"proxy requests_total{{route={door.route!r}}} grew by {grew:.0f} of {sent}")

@@ -5,12 +5,12 @@ sends back the upstream's bytes; the same forwarding as a Starlette route (the p
 framework); as a FastAPI route; then the proxy relaying a request with no tool, and the
 proxy rendering a tool and parsing the answer.
 
-    python bench/layers.py [--rounds 5] [--requests 100]
+    python bench/layers.py [--rounds 5] [--requests 100] [--warm-up 30]
 
 Printed per server: the time it adds to the upstream's (median, ms), its CPU per request
 (ms), and the CPU it costs beyond the server it adds a layer to: the layer's own. The CPU
 columns are the steady ones on a shared machine. Each round sends `--requests` to every
-server in turn.
+server in turn, after `--warm-up` requests to it.
 """
 
 from __future__ import annotations
@@ -142,12 +142,14 @@ def payload(*, tools: bool) -> bytes:
     return json.dumps(body).encode()
 
 
-async def one_round(targets: dict[str, tuple[Server, bytes]], requests: int) -> dict[str, Any]:
+async def one_round(
+    targets: dict[str, tuple[Server, bytes]], requests: int, warm_up: int
+) -> dict[str, Any]:
     """Per target: the median seconds of `requests` whole answers, and its CPU per request."""
     result: dict[str, Any] = {}
     for name, (target, body) in targets.items():
         async with httpx.AsyncClient(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
-            for _ in range(WARM_UP_REQUESTS):
+            for _ in range(warm_up):
                 (await client.post(CHAT_PATH, content=body, headers=HEADERS)).raise_for_status()
             seconds = []
             cpu_before = target.cpu_seconds()
@@ -164,6 +166,9 @@ def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--rounds", type=int, default=5)
     options.add_argument("--requests", type=int, default=100, help="per server and round")
+    options.add_argument(
+        "--warm-up", type=int, default=WARM_UP_REQUESTS, help="per server and round, first"
+    )
     args = options.parse_args()
     upstream_port = free_port()
     with ExitStack() as servers:
@@ -184,7 +189,9 @@ def main() -> None:
         proxy = servers.enter_context(server(proxy_command(port), port, env))
         targets[NO_TOOL] = (proxy, plain)
         targets[WITH_TOOL] = (proxy, with_tool)
-        rounds = [asyncio.run(one_round(targets, args.requests)) for _ in range(args.rounds)]
+        rounds = [
+            asyncio.run(one_round(targets, args.requests, args.warm_up)) for _ in range(args.rounds)
+        ]
     print(f"{args.rounds} rounds of {args.requests} whole answers per server, one at a time")
     print(f"{'':<26}{'added ms':>10}{'CPU ms/req':>12}{'beyond':>26}{'its CPU ms':>12}")
 

@@ -3,6 +3,7 @@ sampled and exported over OTLP/HTTP to a local sink that takes and drops it), an
 message content captured, each in front of the same instant canned upstream, in one run.
 
     python bench/tracing.py [--rounds 5] [--repeat 40] [--starts 5] [--baseline DIR]
+        [--warm-up 20]
 
 `--baseline DIR` adds the proxy whose code is in DIR (a checkout of an earlier commit, say)
 as one more variant, tracing off: so "off" is measured against the code before it, in the
@@ -37,7 +38,7 @@ from proxy import (
     proxy_command,
     server,
 )
-from versus_relay import body, post_seconds, stream_seconds, warm_up
+from versus_relay import add_warm_up_option, body, post_seconds, stream_seconds, warm_up
 
 SINK = ["--factory", "otlp_sink:create_app", "--app-dir", str(HERE)]
 CAPTURE = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
@@ -99,6 +100,7 @@ def main() -> None:
     options.add_argument("--repeat", type=int, default=40, help="requests per row and round")
     options.add_argument("--starts", type=int, default=5, help="fresh processes per variant")
     options.add_argument("--baseline", help="a directory holding earlier code of the proxy")
+    add_warm_up_option(options)
     args = options.parse_args()
     upstream_port, sink_port = free_port(), free_port()
     with ExitStack() as stack:
@@ -111,7 +113,7 @@ def main() -> None:
         for name, env in variants(sink.url, args.baseline).items():
             port = free_port()
             targets[name] = stack.enter_context(server(proxy_command(port), port, base | env))
-            asyncio.run(warm_up(targets[name]))
+            asyncio.run(warm_up(targets[name], args.warm_up))
         rounds = [
             {name: asyncio.run(one_round(target, args.repeat)) for name, target in targets.items()}
             for _ in range(args.rounds)

@@ -4,7 +4,7 @@ upstream, in one run. Requests carry a tool, so the proxy parses. Printed: what 
 over the upstream alone, and the proxy's ratio to the relay.
 
     python bench/versus_relay.py [--workers 1] [--rounds 5] [--repeat 40] [--long-chunks 2000]
-        [--concurrency 64]
+        [--concurrency 64] [--warm-up 20]
 
 Each server runs in its own process (the proxy through its own command, so `--workers`
 is the real thing); the client shares the machine, so compare within one run only. The
@@ -73,9 +73,17 @@ async def post_seconds(client: httpx.AsyncClient, payload: bytes) -> float:
     return time.perf_counter() - started
 
 
-async def warm_up(target: Server) -> None:
+def add_warm_up_option(options: argparse.ArgumentParser) -> None:
+    """`--warm-up`: the pairs `warm_up` sends each server before it is measured."""
+    options.add_argument(
+        "--warm-up", type=int, default=WARM_UP_REQUESTS, help="stream and answer pairs first"
+    )
+
+
+async def warm_up(target: Server, pairs: int) -> None:
+    """`pairs` times a short stream and a whole answer."""
     async with httpx.AsyncClient(base_url=target.url, timeout=60, verify=CLIENT_TLS) as client:
-        for _ in range(WARM_UP_REQUESTS):
+        for _ in range(pairs):
             await stream_seconds(client, body(stream=True))
             await post_seconds(client, body(stream=False))
 
@@ -183,6 +191,7 @@ def main() -> None:
     options.add_argument(
         "--concurrent-chunks", type=int, default=200, help="prose chunks per concurrent stream"
     )
+    add_warm_up_option(options)
     args = options.parse_args()
     ports = {name: free_port() for name in ("upstream", "proxy", "relay")}
     with (
@@ -200,7 +209,7 @@ def main() -> None:
             targets = {"upstream": upstream, "proxy": proxy, "relay": relay}
             counted_before = requests_counted(proxy.url)
             for target in targets.values():
-                asyncio.run(warm_up(target))
+                asyncio.run(warm_up(target, args.warm_up))
             rounds = []
             for _ in range(args.rounds):
                 results = {

@@ -43,6 +43,7 @@ def test_versus_relay_prints_every_row_and_counts_every_request() -> None:
         "versus_relay.py",
         *("--rounds", "1", "--repeat", "2", "--long-chunks", "10"),
         *("--concurrent-requests", "4", "--concurrency", "4", "--concurrent-chunks", "5"),
+        *("--warm-up", "1"),
     )
 
     # At these sizes a per-chunk difference may well come out negative: noise, not news.
@@ -50,9 +51,9 @@ def test_versus_relay_prints_every_row_and_counts_every_request() -> None:
         assert re.search(rf"^{row} .* -?[\d.]+x ", out, re.MULTILINE), out
     assert re.search(r"^4 concurrent streams \(req/s\) ", out, re.MULTILINE), out
     assert "peak RSS (MB)" in out
-    # 20 warm-up pairs; per round 2 first bytes, 2 short streams, 2 answers, 3 long streams,
+    # 1 warm-up pair; per round 2 first bytes, 2 short streams, 2 answers, 3 long streams,
     # then 4 warm-up and 4 measured concurrent streams.
-    assert "proxy requests_total grew by 57 " in out
+    assert "proxy requests_total grew by 19 " in out
 
 
 def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream() -> None:
@@ -68,13 +69,13 @@ def test_workers_scaling_compares_one_worker_with_two_and_counts_every_stream() 
 
 
 def test_front_doors_prints_each_door_against_chat_and_counts_every_stream() -> None:
-    out = run("front_doors.py", "--rounds", "1", "--repeat", "2", "--chunks", "5")
+    out = run("front_doors.py", "--rounds", "1", "--repeat", "2", "--chunks", "5", "--warm-up", "1")
 
     for door in ("chat completions", "Responses", "Messages", "Gemini"):
         assert re.search(rf"^{door} +[\d.]+ +[\d.]+x  [\d.]+$", out, re.MULTILINE), out
-    # 20 warm-up streams, then 2 per round, through each door.
+    # 1 warm-up stream, then 2 per round, through each door.
     for route in ("chat", "responses", "messages", "gemini"):
-        assert f"proxy requests_total{{route='{route}'}} grew by 22 of 22" in out, out
+        assert f"proxy requests_total{{route='{route}'}} grew by 3 of 3" in out, out
     assert re.search(
         r"^every front door within 1.05x chat's CPU per stream: (met|NOT met)$", out, re.M
     )
@@ -114,18 +115,21 @@ def test_contention_runs_both_servers_beside_busy_processes_and_probes_each_afte
     out = run(
         "contention.py",
         *("--streams", "4", "--seconds", "2", "--busy", "1"),
-        *("--tokens", "16", "--client-timeout", "10", "--settle", "1"),
+        *("--tokens", "16", "--client-timeout", "10", "--settle", "0.25", "--max-requests", "4"),
     )
 
     assert re.search(r"^\d+ cores, 1 busy processes; per server: 4 keep-alive", out, re.M), out
     # completed, timed out, failed, req/s, ratio, streams in progress, upstream connections
     # open / pool, the probe sent after the load, connections held after it.
-    counts = r" +\d+ +\d+ +\d+ +[\d.]+ +(?:[\d.]+x|-)"
-    after = r" +(?:\d+|-) +\d+ / \d+  (yes|no \(.+\)) [\d.]+ s +\d+$"
+    counts = r" +(?P<completed>\d+) +(?P<timed_out>\d+) +(?P<failed>\d+) +[\d.]+ +(?:[\d.]+x|-)"
+    after = r" +(?:\d+|-) +\d+ / \d+  (?P<probe>yes|no \(.+\)) [\d.]+ s +\d+$"
     for server in SERVERS:
         found = re.search(rf"^{server}{counts}{after}", out, re.MULTILINE)
         assert found, out
-        assert found[1] == "yes", out  # the server still answers once its load is over
+        # Every request of the budget (--max-requests) was sent and classed.
+        outcomes = [int(found[outcome]) for outcome in ("completed", "timed_out", "failed")]
+        assert sum(outcomes) == 4, out
+        assert found["probe"] == "yes", out  # the server still answers once its load is over
     assert re.search(r"^proxy >= 0.9x the relay's completed.*: (met|NOT met)$", out, re.M), out
 
 
@@ -158,7 +162,7 @@ def test_real_model_calls_scores_each_answer_and_keeps_it_for_rescoring(
 
 
 def test_tracing_benchmark_prints_each_variant() -> None:
-    out = run("tracing.py", "--rounds", "1", "--repeat", "2", "--starts", "1")
+    out = run("tracing.py", "--rounds", "1", "--repeat", "2", "--starts", "1", "--warm-up", "1")
 
     for variant in ("off", "on", "on + content"):
         assert re.search(rf"^{re.escape(variant)}(\s+-?[\d.]+){{4}}$", out, re.MULTILINE), out
@@ -168,8 +172,8 @@ def test_tracing_benchmark_prints_each_variant() -> None:
 def test_added_latency_benchmark_prints_every_door_level_cold_start_and_memory() -> None:
     out = run(
         "added_latency.py",
-        *("--requests", "4", "--chunks", "3", "--starts", "1"),
-        *("--concurrency", "1,2"),
+        *("--requests", "2", "--chunks", "3", "--starts", "1"),
+        *("--concurrency", "1,2", "--warm-up", "1"),
     )
 
     number = r"\s+[-+][\d.]+"
@@ -196,7 +200,7 @@ def test_start_up_benchmark_prints_each_figure_of_each_variant() -> None:
 
 
 def test_layers_benchmark_prints_each_server_and_the_layer_it_adds() -> None:
-    out = run("layers.py", "--rounds", "1", "--requests", "3")
+    out = run("layers.py", "--rounds", "1", "--requests", "3", "--warm-up", "1")
 
     assert re.search(r"^upstream alone +-?[\d.]+ +[\d.]+$", out, re.MULTILINE), out
     for server, beneath in (
