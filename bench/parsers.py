@@ -471,7 +471,7 @@ def main() -> None:
         ratio = f"ratio {t10 / t1:.1f} (10 = linear)"
         print(f"{protocol:<{width}} 1x {t1:.4f}s  10x {t10:.4f}s  {ratio}")
     stall_report(20_000 if quick else STALL_INPUT_CHARS)
-    flood_report(10_000 if quick else FLOOD_CHARS)
+    flood_report(2_000 if quick else FLOOD_CHARS)
 
 
 if __name__ == "__main__":
