@@ -369,6 +369,9 @@ def _pi_environment(home: Path) -> dict[str, str]:
         "PI_OFFLINE": "1",
         "PI_TELEMETRY": "0",
         "TMPDIR": str(home),
+        # Node keeps Pi's compiled code here from one run to the next, rather than compiling
+        # it again at every start (about 0.4 s of CPU).
+        "NODE_COMPILE_CACHE": str(PI_PROJECT / "node_modules" / ".cache" / "node-compile"),
     }
 
 
