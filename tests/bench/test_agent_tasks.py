@@ -19,6 +19,9 @@ from processes import run_to_the_end
 from upstream_server import Reply, ScriptedUpstream, rendered_calls
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
+# One worker runs this module's tests: the first to need Pi installs it (npm ci), and any
+# other worker that needed it too would only wait on the install's lock meanwhile.
+pytestmark = pytest.mark.xdist_group("pi")
 
 
 def _script_module(name: str) -> ModuleType:
