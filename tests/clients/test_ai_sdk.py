@@ -19,6 +19,9 @@ from upstream_server import WEATHER_CALL, Reply, ScriptedUpstream
 
 from service.settings import DEFAULT_RESPONSE_STORE_SIZE
 
+# On one worker: another would wait on the first's install (npm ci) to share it.
+pytestmark = pytest.mark.xdist_group("ai-sdk")
+
 PROJECT = Path(__file__).parent / "ai_sdk"
 SCRIPT = PROJECT / "weather_agent.mjs"
 STORE_EVENTS = "toolcall_proxy_response_store_events_total"

@@ -28,6 +28,9 @@ from upstream_server import Reply, ScriptedUpstream, Verbatim
 
 from protocols import get_protocol
 
+# On one worker: another would wait on the first's install (npm ci) to share it.
+pytestmark = pytest.mark.xdist_group("claude-code")
+
 PROJECT = Path(__file__).parent / "claude_code"
 CLAUDE = PROJECT / "node_modules" / ".bin" / "claude"
 MESSAGES_PAGE = Path(__file__).parents[2] / "docs" / "messages-api.md"

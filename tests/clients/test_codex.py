@@ -28,6 +28,9 @@ from upstream_server import Reply, ScriptedUpstream
 from protocols import get_protocol
 from service.responses.connection import ConnectionMemory
 
+# On one worker: another would wait on the first's install (npm ci) to share it.
+pytestmark = pytest.mark.xdist_group("codex")
+
 PROJECT = Path(__file__).parent / "codex"
 CODEX = PROJECT / "node_modules" / ".bin" / "codex"
 CLIENTS_PAGE = Path(__file__).parents[2] / "docs" / "clients.md"

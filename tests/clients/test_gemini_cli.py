@@ -24,6 +24,9 @@ from upstream_server import Reply, ScriptedUpstream
 
 from protocols import get_protocol, protocol_names
 
+# On one worker: another would wait on the first's install (npm ci) to share it.
+pytestmark = pytest.mark.xdist_group("gemini-cli")
+
 PROJECT = Path(__file__).parent / "gemini_cli"
 GEMINI = PROJECT / "node_modules" / ".bin" / "gemini"
 GEMINI_PAGE = Path(__file__).parents[2] / "docs" / "gemini.md"
