@@ -366,15 +366,24 @@ def test_every_bad_setting_is_named_with_its_value_and_what_it_accepts(
     ]
 
 
-def test_a_route_naming_an_unknown_protocol_stops_the_command(tmp_path: Path) -> None:
+def _refused_with_routes(tmp_path: Path, routes_text: str) -> tuple[Path, list[str]]:
+    """The command started with a routes file of `routes_text`, refused with exit status 2:
+    the file, and the lines it wrote."""
     routes = tmp_path / "routes.toml"
-    routes.write_text('[routes.coder]\nmodel = "qwen2.5-coder-7b"\nprotocol = "morph_xml"\n')
+    routes.write_text(routes_text)
     env = command_environment(LOG_FORMAT="text")
 
     result = refused_command(env, "--upstream", "http://127.0.0.1:8001/v1", "--routes", str(routes))
 
     assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    return routes, result.stderr.splitlines()
+
+
+def test_a_route_naming_an_unknown_protocol_stops_the_command(tmp_path: Path) -> None:
+    routes_text = '[routes.coder]\nmodel = "qwen2.5-coder-7b"\nprotocol = "morph_xml"\n'
+    routes, said = _refused_with_routes(tmp_path, routes_text)
+
+    assert said == [
         "toolcall-proxy: bad configuration:",
         f"  ROUTES_FILE={str(routes)!r}: route 'coder': protocol = 'morph_xml': not a protocol "
         f"(did you mean 'morph-xml'?); {ACCEPTED_PROTOCOLS} (flag --routes)",
@@ -382,14 +391,10 @@ def test_a_route_naming_an_unknown_protocol_stops_the_command(tmp_path: Path) ->
 
 
 def test_a_route_whose_call_format_cannot_be_read_stops_the_command(tmp_path: Path) -> None:
-    routes = tmp_path / "routes.toml"
-    routes.write_text('[routes.mine]\nformat = { open = "{name}>", arguments = "json" }\n')
-    env = command_environment(LOG_FORMAT="text")
+    routes_text = '[routes.mine]\nformat = { open = "{name}>", arguments = "json" }\n'
+    routes, said = _refused_with_routes(tmp_path, routes_text)
 
-    result = refused_command(env, "--upstream", "http://127.0.0.1:8001/v1", "--routes", str(routes))
-
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    assert said == [
         "toolcall-proxy: bad configuration:",
         f"  ROUTES_FILE={str(routes)!r}: route 'mine': format.open: '{{name}}>' must begin "
         "with text, its marker (flag --routes)",
@@ -403,14 +408,10 @@ def test_a_route_whose_response_template_cannot_be_streamed_stops_the_command(
     tool_calls = {"open_pattern": r"to=(?P<name>\w+).*?<m>", "close": "<c>", "content": "json"}
     config = {"response_template": {"fields": {"tool_calls": tool_calls}}}
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
-    routes = tmp_path / "routes.toml"
-    routes.write_text('[routes.mine]\nresponse_template = "tokenizer_config.json"\n')
-    env = command_environment(LOG_FORMAT="text")
+    routes_text = '[routes.mine]\nresponse_template = "tokenizer_config.json"\n'
+    routes, said = _refused_with_routes(tmp_path, routes_text)
 
-    result = refused_command(env, "--upstream", "http://127.0.0.1:8001/v1", "--routes", str(routes))
-
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
+    assert said == [
         "toolcall-proxy: bad configuration:",
         f"  ROUTES_FILE={str(routes)!r}: route 'mine': response_template.fields.tool_calls."
         "open_pattern: at '.*?<m>': a stream finds an open tag of literal text, blanks (\\s*) and"
